@@ -36,16 +36,19 @@ const (
 // FieldError reports why bytes are not a valid message. It matches
 // [ErrInvalid] with errors.Is.
 type FieldError struct {
-	Type    Type   // the message type being decoded or encoded; 0 for the handshake
+	Type    Type   // the message type being decoded or encoded; 0 for the handshake framing and for an empty message
 	Field   string // the field name as the protocol spells it, e.g. "sdk_version"
 	Problem string // one of the Problem constants
 }
 
 func (e *FieldError) Error() string {
-	if e.Type == 0 {
-		return fmt.Sprintf("roomwire: handshake: %s: %s", e.Field, e.Problem)
+	switch {
+	case e.Type != 0:
+		return fmt.Sprintf("roomwire: %s: %s: %s", e.Type, e.Field, e.Problem)
+	case e.Field == "type": // Peek or Decode of an empty message
+		return fmt.Sprintf("roomwire: message: %s: %s", e.Field, e.Problem)
 	}
-	return fmt.Sprintf("roomwire: %s: %s: %s", e.Type, e.Field, e.Problem)
+	return fmt.Sprintf("roomwire: handshake: %s: %s", e.Field, e.Problem)
 }
 
 // Is reports whether target is [ErrInvalid].

@@ -41,11 +41,11 @@ func (r *reader) frames(dst []TickFrame, limit int) []TickFrame {
 		for j := range f.Inputs {
 			in := &f.Inputs[j]
 			in.Seat = r.u8("seat")
-			l := int(r.u8("input"))
+			l := int(r.u8("data"))
 			if l > MaxInputLen {
-				r.fail("input", ProblemOverCap)
+				r.fail("data", ProblemOverCap)
 			}
-			in.Data = r.take(l, "input")
+			in.Data = r.take(l, "data")
 		}
 		if r.err != nil {
 			return dst[:0]
@@ -65,7 +65,7 @@ func appendFrames(b []byte, t Type, frames []TickFrame, limit int) ([]byte, erro
 		}
 		for j := range frames[i].Inputs {
 			if len(frames[i].Inputs[j].Data) > MaxInputLen {
-				return b, fieldErr(t, "input", ProblemOverCap)
+				return b, fieldErr(t, "data", ProblemOverCap)
 			}
 		}
 	}

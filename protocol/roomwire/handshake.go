@@ -25,7 +25,8 @@ type Handshake struct {
 
 // AppendHandshake appends a handshake to b. The message must be a *Hello for
 // [KindHello] and a *Resume for [KindResume]; the token is at most
-// [MaxConnectTicketLen] or [MaxResumeTokenLen] bytes.
+// [MaxConnectTicketLen] or [MaxResumeTokenLen] bytes. On error it returns b
+// unchanged and a [*FieldError].
 func AppendHandshake(b []byte, kind HandshakeKind, token []byte, msg Message) ([]byte, error) {
 	switch kind {
 	case KindHello:
@@ -45,10 +46,15 @@ func AppendHandshake(b []byte, kind HandshakeKind, token []byte, msg Message) ([
 	default:
 		return b, fieldErr(0, "kind", ProblemBadKind)
 	}
+	orig := b
 	b = append(b, byte(kind))
 	b = binary.BigEndian.AppendUint16(b, uint16(len(token)))
 	b = append(b, token...)
-	return msg.AppendTo(b)
+	b, err := msg.AppendTo(b)
+	if err != nil {
+		return orig, err // like every encoder: b unchanged on error
+	}
+	return b, nil
 }
 
 // ParseHandshake decodes a handshake. Errors are [*FieldError] values with
@@ -59,7 +65,6 @@ func ParseHandshake(data []byte) (Handshake, error) {
 	var h Handshake
 	r := reader{b: data}
 	h.Kind = HandshakeKind(r.u8("kind"))
-	n := int(r.u16("token_length"))
 	if r.err != nil {
 		return Handshake{}, r.err
 	}
@@ -70,6 +75,10 @@ func ParseHandshake(data []byte) (Handshake, error) {
 		limit = MaxResumeTokenLen
 	default:
 		return Handshake{}, fieldErr(0, "kind", ProblemBadKind)
+	}
+	n := int(r.u16("token_length"))
+	if r.err != nil {
+		return Handshake{}, r.err
 	}
 	if n > limit {
 		return Handshake{}, fieldErr(0, "token", ProblemTokenTooLong)
