@@ -1,0 +1,126 @@
+package backbone
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Defaults of [EmbeddedConfig].
+const (
+	// DefaultDataDir is the directory used when EmbeddedConfig.DataDir is
+	// empty, relative to the working directory (as `switchboard dev`).
+	DefaultDataDir = "switchboard-data"
+	// DefaultEmbeddedHost is the interface the embedded server listens on
+	// when EmbeddedConfig.Host is empty.
+	DefaultEmbeddedHost = "127.0.0.1"
+	// DefaultStartTimeout bounds how long StartEmbedded waits for the
+	// server to accept connections.
+	DefaultStartTimeout = 10 * time.Second
+)
+
+// EmbeddedConfig configures [StartEmbedded]. Its zero value works: an
+// embedded server on 127.0.0.1, a free port, JetStream under
+// ./switchboard-data/nats.
+type EmbeddedConfig struct {
+	// DataDir is the directory for data on disk; JetStream stores under
+	// DataDir/nats. Empty means DefaultDataDir.
+	DataDir string
+	// Host is the listen interface. Empty means DefaultEmbeddedHost.
+	Host string
+	// Port is the client port. 0 picks a free port; read it back with
+	// Embedded.ClientURL.
+	Port int
+	// StartTimeout bounds the wait for the server to accept connections.
+	// Zero means DefaultStartTimeout.
+	StartTimeout time.Duration
+	// Logger receives the server's warnings and errors (its notices,
+	// debug and trace lines are dropped). Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Embedded is a nats-server with JetStream running inside this process.
+// Its methods are safe for concurrent use.
+type Embedded struct {
+	srv *server.Server // immutable after StartEmbedded
+}
+
+// StartEmbedded starts a nats-server in this process with JetStream storing
+// under cfg.DataDir/nats and waits until it accepts connections. It does
+// not install signal handlers. On error nothing is left running.
+func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
+	if cfg.DataDir == "" {
+		cfg.DataDir = DefaultDataDir
+	}
+	if cfg.Host == "" {
+		cfg.Host = DefaultEmbeddedHost
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Port < 0 || cfg.Port > 65535 {
+		return nil, fmt.Errorf("backbone: embedded port %d out of range", cfg.Port)
+	}
+	port := cfg.Port
+	if port == 0 {
+		port = server.RANDOM_PORT
+	}
+	opts := &server.Options{
+		ServerName: "switchboard-embedded",
+		Host:       cfg.Host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   filepath.Join(cfg.DataDir, "nats"),
+		NoSigs:     true,
+		// The HTTP monitor, cluster, leaf and gateway listeners stay off.
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("backbone: embedded server: %w", err)
+	}
+	srv.SetLoggerV2(&serverLogger{log: cfg.Logger.With("component", "nats-server")}, false, false, false)
+	srv.Start()
+	if !srv.ReadyForConnections(cfg.StartTimeout) {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+		return nil, fmt.Errorf("backbone: embedded server on %s:%d: %w", cfg.Host, cfg.Port, ErrNotReady)
+	}
+	return &Embedded{srv: srv}, nil
+}
+
+// ClientURL returns the URL clients connect to, such as
+// "nats://127.0.0.1:41235".
+func (e *Embedded) ClientURL() string { return e.srv.ClientURL() }
+
+// Shutdown stops the server and waits until it has stopped. It is
+// idempotent.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+}
+
+// serverLogger routes nats-server logging to slog: warnings and errors
+// only, so that a healthy server says nothing.
+type serverLogger struct {
+	log *slog.Logger
+}
+
+func (l *serverLogger) Noticef(string, ...any) {}
+func (l *serverLogger) Debugf(string, ...any)  {}
+func (l *serverLogger) Tracef(string, ...any)  {}
+func (l *serverLogger) Warnf(format string, v ...any) {
+	l.log.Log(context.Background(), slog.LevelWarn, fmt.Sprintf(format, v...))
+}
+func (l *serverLogger) Errorf(format string, v ...any) {
+	l.log.Log(context.Background(), slog.LevelError, fmt.Sprintf(format, v...))
+}
+func (l *serverLogger) Fatalf(format string, v ...any) {
+	l.log.Log(context.Background(), slog.LevelError, fmt.Sprintf(format, v...), "fatal", true)
+}

@@ -1,0 +1,26 @@
+package backbone
+
+import "errors"
+
+// ErrNoResponders is returned (wrapped) by [Conn.Request] when nobody
+// subscribes to the subject. Callers usually map it to 503.
+var ErrNoResponders = errors.New("backbone: no responders")
+
+// ErrTimeout is returned (wrapped) by [Conn.Request] when no reply arrived
+// before the deadline. It satisfies [net.Error] with Timeout() true.
+// Callers usually map it to 503.
+var ErrTimeout error = timeoutError{}
+
+// ErrClosed is returned (wrapped) by calls on a connection after
+// [Conn.Close].
+var ErrClosed = errors.New("backbone: connection closed")
+
+// ErrNotReady is returned (wrapped) by [StartEmbedded] when the server does
+// not accept connections within [EmbeddedConfig.StartTimeout].
+var ErrNotReady = errors.New("backbone: embedded server not ready")
+
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "backbone: request timed out" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
