@@ -1,0 +1,241 @@
+package roomdb
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// Room.Status values.
+const (
+	StatusOpen    = "open"    // accepting joins, before or during play
+	StatusClosing = "closing" // close requested, node not yet done
+	StatusClosed  = "closed"  // over; purged after 24 h by control
+)
+
+// Room.State values.
+const (
+	StateWaiting = "waiting"
+	StatePlaying = "playing"
+	StateEnding  = "ending"
+)
+
+// Room.SyncMode values.
+const (
+	SyncFrame = "frame"
+	SyncRelay = "relay"
+)
+
+// Room.StartMode values.
+const (
+	StartAllReady = "all_ready"
+	StartAuto     = "auto"
+	StartManual   = "manual"
+)
+
+// Room.Access values.
+const (
+	AccessTicket = "ticket"
+	AccessOpen   = "open"
+)
+
+// Seat.Status values.
+const (
+	SeatJoined  = "joined"  // taken at C1, not connected yet
+	SeatOnline  = "online"  // connected to the node
+	SeatOffline = "offline" // disconnected, inside the reconnect window
+)
+
+// MaxSessionRooms is the number of rooms a Session remembers; older
+// entries are dropped on write.
+const MaxSessionRooms = 32
+
+// Room is a room record, key room_id in the rooms bucket. Seats holds the
+// held seats only, sorted by seat number.
+type Room struct {
+	RoomID                 string          `json:"room_id"`
+	Status                 string          `json:"status"`
+	State                  string          `json:"state"`
+	SyncMode               string          `json:"sync_mode"`
+	TickRate               int             `json:"tick_rate"`
+	MaxPlayers             int             `json:"max_players"`
+	StartMode              string          `json:"start_mode"`
+	Access                 string          `json:"access"`
+	ReconnectWindowSeconds int             `json:"reconnect_window_seconds"`
+	MaxDurationSeconds     int             `json:"max_duration_seconds"`
+	SnapshotIntervalFrames int             `json:"snapshot_interval_frames"`
+	Region                 string          `json:"region,omitempty"`
+	Metadata               json.RawMessage `json:"metadata,omitempty"`
+	CreatedAt              time.Time       `json:"created_at"`
+	NodeID                 string          `json:"node_id"`
+	CloseReason            string          `json:"close_reason,omitempty"`
+	CloseResult            json.RawMessage `json:"close_result,omitempty"`
+	ClosedAt               *time.Time      `json:"closed_at,omitempty"`
+	StartedAt              *time.Time      `json:"started_at,omitempty"`
+	Seats                  []Seat          `json:"seats"`
+}
+
+// Seat is a held seat of a room.
+type Seat struct {
+	Seat            int        `json:"seat"`
+	Username        string     `json:"username"`
+	SessionID       string     `json:"session_id"`                  // login session holding the seat
+	ClientSessionID string     `json:"client_session_id,omitempty"` // from C1
+	Status          string     `json:"status"`                      // SeatJoined, SeatOnline or SeatOffline
+	JoinedAt        time.Time  `json:"joined_at"`
+	ConnectedAt     *time.Time `json:"connected_at,omitempty"`
+}
+
+// Seat returns the held seat n, or nil.
+func (r *Room) Seat(n int) *Seat {
+	for i := range r.Seats {
+		if r.Seats[i].Seat == n {
+			return &r.Seats[i]
+		}
+	}
+	return nil
+}
+
+// SeatOfSession returns the seat held by login session sessionID, or nil.
+func (r *Room) SeatOfSession(sessionID string) *Seat {
+	for i := range r.Seats {
+		if r.Seats[i].SessionID == sessionID {
+			return &r.Seats[i]
+		}
+	}
+	return nil
+}
+
+// SeatOfUser returns the seat held by username, or nil.
+func (r *Room) SeatOfUser(username string) *Seat {
+	for i := range r.Seats {
+		if r.Seats[i].Username == username {
+			return &r.Seats[i]
+		}
+	}
+	return nil
+}
+
+// FreeSeat returns the lowest seat number in [0, MaxPlayers) not held, or
+// -1 when the room is full.
+func (r *Room) FreeSeat() int {
+	for n := range r.MaxPlayers {
+		if r.Seat(n) == nil {
+			return n
+		}
+	}
+	return -1
+}
+
+// PutSeat stores s, replacing the seat with the same number, and keeps
+// Seats sorted.
+func (r *Room) PutSeat(s Seat) {
+	if cur := r.Seat(s.Seat); cur != nil {
+		*cur = s
+		return
+	}
+	r.Seats = append(r.Seats, s)
+	sortSeats(r.Seats)
+}
+
+// RemoveSeat releases seat n and reports whether it was held.
+func (r *Room) RemoveSeat(n int) bool {
+	i := slices.IndexFunc(r.Seats, func(s Seat) bool { return s.Seat == n })
+	if i < 0 {
+		return false
+	}
+	r.Seats = slices.Delete(r.Seats, i, i+1)
+	return true
+}
+
+// Clone returns a deep copy of r.
+func (r *Room) Clone() *Room {
+	c := *r
+	c.Metadata = slices.Clone(r.Metadata)
+	c.CloseResult = slices.Clone(r.CloseResult)
+	c.ClosedAt = cloneTime(r.ClosedAt)
+	c.StartedAt = cloneTime(r.StartedAt)
+	c.Seats = slices.Clone(r.Seats)
+	for i := range c.Seats {
+		c.Seats[i].ConnectedAt = cloneTime(c.Seats[i].ConnectedAt)
+	}
+	return &c
+}
+
+func sortSeats(s []Seat) {
+	slices.SortFunc(s, func(a, b Seat) int { return a.Seat - b.Seat })
+}
+
+func cloneTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	return &c
+}
+
+// Session is a login session (C0), key session_id in the sessions bucket.
+type Session struct {
+	SessionID   string        `json:"session_id"`
+	Username    string        `json:"username"`
+	RefreshHash string        `json:"refresh_hash"` // hex SHA-256 of the refresh token
+	CreatedAt   time.Time     `json:"created_at"`
+	ExpiresAt   time.Time     `json:"expires_at"`
+	Rooms       []SessionRoom `json:"rooms"` // most recent first, at most MaxSessionRooms
+}
+
+// SessionRoom is a room a login session joined.
+type SessionRoom struct {
+	RoomID     string    `json:"room_id"`
+	Seat       int       `json:"seat"`
+	Username   string    `json:"username"`
+	JoinedAt   time.Time `json:"joined_at"`
+	Left       bool      `json:"left"`
+	LeftReason string    `json:"left_reason,omitempty"`
+}
+
+// Room returns the entry of roomID, or nil.
+func (s *Session) Room(roomID string) *SessionRoom {
+	for i := range s.Rooms {
+		if s.Rooms[i].RoomID == roomID {
+			return &s.Rooms[i]
+		}
+	}
+	return nil
+}
+
+// PutRoom stores r as the most recent entry, replacing the entry of the
+// same room, and drops the oldest beyond MaxSessionRooms.
+func (s *Session) PutRoom(r SessionRoom) {
+	s.Rooms = slices.DeleteFunc(s.Rooms, func(e SessionRoom) bool { return e.RoomID == r.RoomID })
+	s.Rooms = slices.Insert(s.Rooms, 0, r)
+	if len(s.Rooms) > MaxSessionRooms {
+		s.Rooms = s.Rooms[:MaxSessionRooms]
+	}
+}
+
+// JoinTicket is a join ticket issued by the game backend, key hex SHA-256
+// of the ticket text in the tickets bucket.
+type JoinTicket struct {
+	RoomID     string     `json:"room_id"`
+	Username   string     `json:"username"`
+	Seat       *int       `json:"seat,omitempty"` // nil: any seat
+	ExpiresAt  time.Time  `json:"expires_at"`
+	ConsumedBy string     `json:"consumed_by"` // login session id, "" until used
+	ConsumedAt *time.Time `json:"consumed_at,omitempty"`
+}
+
+// Node is a game node's registry entry, key node_id in the nodes bucket,
+// written by the node's heartbeat.
+type Node struct {
+	NodeID      string    `json:"node_id"`
+	WSURL       string    `json:"ws_url"`
+	UDPAddr     string    `json:"udp_addr,omitempty"`
+	Region      string    `json:"region,omitempty"`
+	Rooms       int       `json:"rooms"`
+	Connections int       `json:"connections"`
+	Draining    bool      `json:"draining"`
+	StartedAt   time.Time `json:"started_at"`
+	UpdatedAt   time.Time `json:"updated_at"` // set by PutNode
+	Version     string    `json:"version,omitempty"`
+}

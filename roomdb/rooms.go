@@ -1,0 +1,134 @@
+package roomdb
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"slices"
+)
+
+// ListOptions selects a page of rooms for [DB.ListRooms].
+type ListOptions struct {
+	// Status keeps only rooms with this status. Empty means all.
+	Status string
+	// PageToken continues after the page that returned it. Empty means
+	// the first page.
+	PageToken string
+	// Limit is the page size. Zero means DefaultListLimit; it is capped
+	// at MaxListLimit.
+	Limit int
+}
+
+// CreateRoom stores r under r.RoomID. It returns an error wrapping
+// ErrExists if the id is taken, ErrInvalidID if it is not a valid id and
+// ErrTooLarge if the record is too large. Seats are stored sorted.
+func (db *DB) CreateRoom(ctx context.Context, r *Room) error {
+	c := r.Clone()
+	normalizeRoom(c)
+	return db.create(ctx, db.rooms, "room", c.RoomID, c)
+}
+
+// GetRoom returns the room id, or an error wrapping ErrNotFound.
+func (db *DB) GetRoom(ctx context.Context, id string) (*Room, error) {
+	r, _, err := get[Room](ctx, db.rooms, "room", id)
+	if err != nil {
+		return nil, err
+	}
+	normalizeRoom(r)
+	return r, nil
+}
+
+// UpdateRoom reads room id, applies fn to it and writes it back if
+// nobody wrote it in between; otherwise it reads again and retries, up to
+// Config.MaxRetries times (then ErrConflict). fn may thus run several
+// times and must have no side effects besides changing the room. An
+// error from fn aborts the update and is returned as is. fn must not
+// change RoomID. UpdateRoom returns the room as written, with Seats
+// sorted; a missing room is ErrNotFound.
+func (db *DB) UpdateRoom(ctx context.Context, id string, fn func(*Room) error) (*Room, error) {
+	return update(ctx, db, db.rooms, "room", id, func(r *Room) error {
+		normalizeRoom(r)
+		if err := fn(r); err != nil {
+			return err
+		}
+		if r.RoomID != id {
+			return fmt.Errorf("roomdb: update room %s: room_id changed to %q", id, r.RoomID)
+		}
+		normalizeRoom(r)
+		return nil
+	})
+}
+
+// DeleteRoom removes room id. Deleting a missing room is not an error.
+func (db *DB) DeleteRoom(ctx context.Context, id string) error {
+	return purge(ctx, db.rooms, "room", id)
+}
+
+// ListRooms returns up to opts.Limit rooms in room_id order, starting
+// after opts.PageToken, and the token of the next page. The token is ""
+// when there are no more rooms; a full page may be followed by an empty
+// one. A token that ListRooms did not issue is ErrInvalidPageToken.
+//
+// ListRooms reads every key, then the records of the page: its cost grows
+// with the number of rooms in the bucket.
+func (db *DB) ListRooms(ctx context.Context, opts ListOptions) ([]*Room, string, error) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	limit = min(limit, MaxListLimit)
+	after := ""
+	if opts.PageToken != "" {
+		b, err := base64.RawURLEncoding.DecodeString(opts.PageToken)
+		if err != nil || !validID(string(b)) {
+			return nil, "", fmt.Errorf("roomdb: list rooms: %w", ErrInvalidPageToken)
+		}
+		after = string(b)
+	}
+
+	lister, err := db.rooms.ListKeys(ctx)
+	if err != nil {
+		return nil, "", fmt.Errorf("roomdb: list rooms: %w", err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		if k > after {
+			keys = append(keys, k)
+		}
+	}
+	if err := lister.Stop(); err != nil {
+		return nil, "", fmt.Errorf("roomdb: list rooms: %w", err)
+	}
+	slices.Sort(keys)
+
+	rooms := make([]*Room, 0, min(limit, len(keys)))
+	for i, k := range keys {
+		r, err := db.GetRoom(ctx, k)
+		if err != nil {
+			if isNotFound(err) {
+				continue // deleted since we listed the keys
+			}
+			return nil, "", err
+		}
+		if opts.Status != "" && r.Status != opts.Status {
+			continue
+		}
+		rooms = append(rooms, r)
+		if len(rooms) == limit {
+			if i == len(keys)-1 {
+				return rooms, "", nil
+			}
+			return rooms, base64.RawURLEncoding.EncodeToString([]byte(k)), nil
+		}
+	}
+	return rooms, "", nil
+}
+
+// normalizeRoom sorts the seats and turns nil slices into empty ones so
+// that the JSON has "seats": [].
+func normalizeRoom(r *Room) {
+	if r.Seats == nil {
+		r.Seats = []Seat{}
+	}
+	sortSeats(r.Seats)
+}
