@@ -74,8 +74,8 @@ func (a *Assembler) Buffered() int { return a.count }
 // value of [Assembler.Next].
 //
 // Push copies what it keeps: frames may alias a buffer the caller reuses.
-// The frame passed to deliver stays valid until the next call of a method
-// of a.
+// The frame passed to deliver stays valid until the next call of Push,
+// Snapshot or Reset.
 func (a *Assembler) Push(frames []roomwire.TickFrame, deliver func(roomwire.TickFrame)) (roomwire.FrameReq, bool) {
 	next := a.last + 1
 	for i := range frames {

@@ -1,7 +1,7 @@
 // Package frameassembly puts the frames a game node sends to a player client
 // back in order before the game logic sees them: the client side of
 // im.game.v1 frame sync, the seed's "接收帧" rules (see docs/protocol/rooms.md).
-// The Go SDK uses it and the browser SDK mirrors it line for line;
+// The Go SDK uses it and the browser SDK mirrors it;
 // testdata/roomwire/frames.json holds the scenarios every implementation must
 // reproduce.
 //
@@ -23,7 +23,8 @@
 //	     value of next
 //
 //	SNAPSHOT(frame) ([Assembler.Snapshot]):
-//	  next = frame + 1; drop buffered frames ≤ frame; deliver as in step 2.
+//	  next = frame + 1; drop buffered frames ≤ frame (and, when next moved
+//	  back, those now beyond the bound); deliver as in step 2.
 //	  No request: requests are decided when frames arrive.
 //
 // newest is the highest frame number received at or above next, whether it
@@ -37,7 +38,8 @@
 // newest, so the FRAME_REQ of step 3 asks for it again, and it comes back
 // once next has moved up. Hostile or buggy input can therefore not grow the
 // buffer; its memory is bounded by MaxBuffered frames of at most 255 inputs
-// of [roomwire.MaxInputLen] bytes each (about 1.2 MB for 16 seats).
+// of [roomwire.MaxInputLen] bytes each: about 20 MB for a hostile node, about
+// 1.2 MB for a real room of 16 seats.
 //
 // # Reconnecting
 //
@@ -61,8 +63,8 @@
 // (roomwire decoding does not copy). The Assembler copies every frame it
 // keeps into memory of its own, reused from one frame to the next, so in
 // steady state a FRAME costs no allocation. A delivered frame, its Inputs and
-// their Data belong to the Assembler and stay valid until the next call of a
-// method of the Assembler; copy what must live longer.
+// their Data belong to the Assembler and stay valid until the next call of
+// Push, Snapshot or Reset; copy what must live longer.
 //
 // # Frame numbers
 //
