@@ -107,11 +107,14 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		nats.CustomReconnectDelay(func(attempts int) time.Duration {
 			return c.backoff(attempts)
 		}),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				log.Warn("nats disconnected", "err", err)
-			} else {
-				log.Info("nats disconnected")
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			switch {
+			case nc.IsClosed():
+				// Close was called: nothing to report.
+			case err != nil:
+				log.Warn("nats disconnected, reconnecting", "err", err)
+			default:
+				log.Warn("nats disconnected, reconnecting")
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {

@@ -141,7 +141,8 @@ func SendCommand(ctx context.Context, conn *backbone.Conn, nodeID, verb string, 
 
 // CommandHandler executes the commands sent to one node; the node
 // implements it. Each method runs in a goroutine of its own, with a ctx
-// that ends when the requester has given up. A method returns the reply
+// that ends after the serving connection's backbone.Config.RequestTimeout
+// (2 s by default, as long as control waits). A method returns the reply
 // to send (nil means {"ok": true}) or an error: a *CommandError is sent
 // as is, any other error is logged and sent as code internal.
 type CommandHandler interface {

@@ -43,12 +43,10 @@ func (db *DB) ListNodes(ctx context.Context) ([]*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("roomdb: list nodes: %w", err)
 	}
+	defer func() { _ = lister.Stop() }() // already stopped once drained
 	var keys []string
 	for k := range lister.Keys() {
 		keys = append(keys, k)
-	}
-	if err := lister.Stop(); err != nil {
-		return nil, fmt.Errorf("roomdb: list nodes: %w", err)
 	}
 	nodes := make([]*Node, 0, len(keys))
 	for _, k := range keys {

@@ -90,14 +90,12 @@ func (db *DB) ListRooms(ctx context.Context, opts ListOptions) ([]*Room, string,
 	if err != nil {
 		return nil, "", fmt.Errorf("roomdb: list rooms: %w", err)
 	}
+	defer func() { _ = lister.Stop() }() // already stopped once drained
 	var keys []string
 	for k := range lister.Keys() {
 		if k > after {
 			keys = append(keys, k)
 		}
-	}
-	if err := lister.Stop(); err != nil {
-		return nil, "", fmt.Errorf("roomdb: list rooms: %w", err)
 	}
 	slices.Sort(keys)
 

@@ -1,0 +1,16 @@
+package roomdb
+
+import (
+	"context"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+func bucketStatus(ctx context.Context, db *DB, name string) (jetstream.KeyValueStatus, error) {
+	for _, kv := range []jetstream.KeyValue{db.rooms, db.sessions, db.tickets, db.nodes, db.config} {
+		if kv.Bucket() == name {
+			return kv.Status(ctx)
+		}
+	}
+	return nil, jetstream.ErrBucketNotFound
+}
