@@ -1,0 +1,209 @@
+package control
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/switchboardgg/switchboard/backbone"
+	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+// Defaults of [Config], and the fixed limits of the API (docs/api.md).
+const (
+	// DefaultAccessTokenTTL is the lifetime of an access token (C0).
+	DefaultAccessTokenTTL = time.Hour
+	// ConnectTicketTTL is the lifetime of a connect ticket (seed: 60 s).
+	ConnectTicketTTL = 60 * time.Second
+	// DefaultJoinTicketTTL is the lifetime of a join ticket when the
+	// backend gives no ttl_seconds.
+	DefaultJoinTicketTTL = 300 * time.Second
+	// DefaultMaxJoinTicketTTL caps ttl_seconds of a join ticket; the
+	// tickets bucket keeps records 24 h.
+	DefaultMaxJoinTicketTTL = 24 * time.Hour
+	// DefaultAuthTokenTTL is the lifetime of an auth token minted by
+	// POST /server/v1/auth-tokens without ttl_seconds.
+	DefaultAuthTokenTTL = 10 * time.Minute
+	// DefaultMaxAuthTokenTTL caps ttl_seconds of an auth token.
+	DefaultMaxAuthTokenTTL = 24 * time.Hour
+	// DefaultMaxRoomDuration caps a room's max_duration_seconds.
+	DefaultMaxRoomDuration = 24 * time.Hour
+	// DefaultMaxSnapshotIntervalFrames caps snapshot_interval_frames (one
+	// hour at 60 ticks per second).
+	DefaultMaxSnapshotIntervalFrames = 216000
+	// DefaultMaxBodyBytes bounds every request body.
+	DefaultMaxBodyBytes = 64 << 10
+	// DefaultCommandTimeout is how long control waits for a node to answer
+	// a command before it counts the node as unavailable.
+	DefaultCommandTimeout = 2 * time.Second
+	// DefaultRequestTimeout bounds the work of one HTTP request.
+	DefaultRequestTimeout = 10 * time.Second
+	// DefaultPageSize is the page size of GET /server/v1/game/rooms
+	// without ?limit=.
+	DefaultPageSize = 50
+	// MaxPageSize caps ?limit= of GET /server/v1/game/rooms.
+	MaxPageSize = 200
+	// DefaultLoginRate and DefaultLoginBurst limit C0 calls (login and
+	// refresh) per client IP: a token bucket of DefaultLoginBurst
+	// refilled at DefaultLoginRate per second.
+	DefaultLoginRate  = 2.0
+	DefaultLoginBurst = 20
+	// DefaultJoinRate and DefaultJoinBurst limit C1 calls per login
+	// session.
+	DefaultJoinRate  = 2.0
+	DefaultJoinBurst = 10
+	// DefaultMaxRateLimitKeys bounds the IPs and sessions the rate
+	// limiters remember at once.
+	DefaultMaxRateLimitKeys = 10000
+)
+
+// Fixed limits of the API; see docs/api.md.
+const (
+	MaxUsernameLen        = 64
+	MaxRoomIDLen          = 64
+	MinClientSessionIDLen = 8
+	MaxClientSessionIDLen = 64
+	MinTickRate           = 1
+	MaxTickRate           = 60
+	MaxPlayers            = 16
+	// DefaultReconnectWindow and MaxReconnectWindow bound a room's
+	// reconnect_window_seconds (spec §4).
+	DefaultReconnectWindowSeconds = 60
+	MaxReconnectWindowSeconds     = 600
+	// DefaultMaxDurationSeconds is a room's max_duration_seconds when the
+	// backend gives none (spec §4).
+	DefaultMaxDurationSeconds = 3600
+	MaxMetadataBytes          = 4 << 10
+	MaxCloseResultBytes       = 16 << 10
+	MaxCloseReasonLen         = 64
+	MaxKickReasonLen          = 64
+	MaxRegionLen              = 64
+	// DefaultCloseReason is the reason of POST …/close without one.
+	DefaultCloseReason = "closed_by_server"
+	// ProtocolVersion is connect.protocol_version of C1.
+	ProtocolVersion = 1
+)
+
+// Config configures [New]. DB, Backbone, ServerKey and Signer are required;
+// every other field has a working zero value.
+type Config struct {
+	// DB holds rooms, seats, login sessions, join tickets and the node
+	// registry. Required.
+	DB *roomdb.DB
+	// Backbone carries the commands to game nodes and tells /healthz
+	// whether NATS is reachable. Required.
+	Backbone *backbone.Conn
+	// ServerKey is the server API key: game backends send it as
+	// "Authorization: Bearer <key>", and it is the HMAC key of auth
+	// tokens. Required, at least tokens.MinKeyLen bytes.
+	ServerKey string
+	// Signer signs access tokens and connect tickets with the
+	// deployment's shared signing key (roomdb's signing key). Required.
+	Signer *tokens.Signer
+	// AllowAnonymous lets C0 log in without an auth_token. False (the
+	// default) answers 401 to such logins.
+	AllowAnonymous bool
+
+	// AccessTokenTTL is the lifetime of access tokens. Zero means
+	// DefaultAccessTokenTTL.
+	AccessTokenTTL time.Duration
+	// JoinTicketTTL is the lifetime of a join ticket without
+	// ttl_seconds. Zero means DefaultJoinTicketTTL.
+	JoinTicketTTL time.Duration
+	// MaxJoinTicketTTL caps ttl_seconds of join tickets. Zero means
+	// DefaultMaxJoinTicketTTL.
+	MaxJoinTicketTTL time.Duration
+	// AuthTokenTTL is the lifetime of auth tokens minted without
+	// ttl_seconds. Zero means DefaultAuthTokenTTL.
+	AuthTokenTTL time.Duration
+	// MaxAuthTokenTTL caps ttl_seconds of auth tokens. Zero means
+	// DefaultMaxAuthTokenTTL.
+	MaxAuthTokenTTL time.Duration
+	// MaxRoomDuration caps max_duration_seconds of a room. Zero means
+	// DefaultMaxRoomDuration.
+	MaxRoomDuration time.Duration
+	// MaxSnapshotIntervalFrames caps snapshot_interval_frames. Zero means
+	// DefaultMaxSnapshotIntervalFrames.
+	MaxSnapshotIntervalFrames int
+	// MaxBodyBytes bounds request bodies, in bytes; larger ones get 400.
+	// Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// CommandTimeout bounds the wait for a node's answer. Zero means
+	// DefaultCommandTimeout.
+	CommandTimeout time.Duration
+	// RequestTimeout bounds the work of one request. Zero means
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+
+	// LoginRate is the refill rate, per second and client IP, of the C0
+	// limiter (login and refresh). Zero means DefaultLoginRate; negative
+	// turns the limiter off.
+	LoginRate float64
+	// LoginBurst is the C0 limiter's bucket size. Zero means
+	// DefaultLoginBurst.
+	LoginBurst int
+	// JoinRate is the refill rate, per second and login session, of the
+	// C1 limiter. Zero means DefaultJoinRate; negative turns it off.
+	JoinRate float64
+	// JoinBurst is the C1 limiter's bucket size. Zero means
+	// DefaultJoinBurst.
+	JoinBurst int
+	// MaxRateLimitKeys bounds the keys each limiter remembers; when full,
+	// it forgets the keys idle longest. Zero means
+	// DefaultMaxRateLimitKeys.
+	MaxRateLimitKeys int
+
+	// Logger receives request failures and rare events; tokens and keys
+	// are never logged. Nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the metrics. Nil means no metrics.
+	Registerer prometheus.Registerer
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+}
+
+// withDefaults returns a copy of c with the zero fields filled in.
+func (c Config) withDefaults() Config {
+	setDur := func(d *time.Duration, def time.Duration) {
+		if *d <= 0 {
+			*d = def
+		}
+	}
+	setDur(&c.AccessTokenTTL, DefaultAccessTokenTTL)
+	setDur(&c.JoinTicketTTL, DefaultJoinTicketTTL)
+	setDur(&c.MaxJoinTicketTTL, DefaultMaxJoinTicketTTL)
+	setDur(&c.AuthTokenTTL, DefaultAuthTokenTTL)
+	setDur(&c.MaxAuthTokenTTL, DefaultMaxAuthTokenTTL)
+	setDur(&c.MaxRoomDuration, DefaultMaxRoomDuration)
+	setDur(&c.CommandTimeout, DefaultCommandTimeout)
+	setDur(&c.RequestTimeout, DefaultRequestTimeout)
+	if c.MaxSnapshotIntervalFrames <= 0 {
+		c.MaxSnapshotIntervalFrames = DefaultMaxSnapshotIntervalFrames
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.LoginRate == 0 {
+		c.LoginRate = DefaultLoginRate
+	}
+	if c.LoginBurst <= 0 {
+		c.LoginBurst = DefaultLoginBurst
+	}
+	if c.JoinRate == 0 {
+		c.JoinRate = DefaultJoinRate
+	}
+	if c.JoinBurst <= 0 {
+		c.JoinBurst = DefaultJoinBurst
+	}
+	if c.MaxRateLimitKeys <= 0 {
+		c.MaxRateLimitKeys = DefaultMaxRateLimitKeys
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}

@@ -1,0 +1,25 @@
+// Package control serves every HTTP API of Switchboard's rooms pillar:
+// player login and renewal (C0), join, leave and find-my-room (C1–C3),
+// the server API of game backends under /server/v1, and /healthz. The
+// endpoints, their JSON and their limits are documented in docs/api.md.
+//
+// control keeps no state of its own: rooms, seats, login sessions, join
+// tickets and the node registry live in package roomdb's buckets, so any
+// number of control processes can serve the same deployment. Seats are
+// taken with one compare-and-set of the room record, so concurrent joins
+// never give one seat twice. Commands to game nodes (admit, start, close,
+// kick, leave) go over the NATS backbone; when a node does not answer,
+// control answers 503 game_node_unavailable or, where the spec lets it,
+// updates the record itself (C2, kick, close).
+//
+// It does not own the data plane: game nodes (package node) run the
+// rooms and their sockets.
+//
+// # Goroutines
+//
+// [New] starts nothing. [Server.Handler] runs in the caller's HTTP server;
+// [Server.Serve] runs a net/http server on a listener the caller owns
+// until [Server.Shutdown] or [Server.Close]. The DB and backbone
+// connection in Config belong to the caller, who closes them after the
+// Server.
+package control

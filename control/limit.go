@@ -1,0 +1,75 @@
+package control
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// keyedLimiter is a token bucket per key (a client IP or a login session),
+// remembering at most max keys. When full it forgets the keys
+// idle longest, so memory stays bounded whatever the traffic.
+type keyedLimiter struct {
+	// immutable after newKeyedLimiter
+	limit rate.Limit
+	burst int
+	max   int
+
+	mu   sync.Mutex
+	keys map[string]*limiterEntry // guarded by mu
+}
+
+type limiterEntry struct {
+	lim  *rate.Limiter
+	seen time.Time
+}
+
+// newKeyedLimiter returns nil (no limit) when perSecond is negative.
+func newKeyedLimiter(perSecond float64, burst, max int) *keyedLimiter {
+	if perSecond < 0 {
+		return nil
+	}
+	return &keyedLimiter{limit: rate.Limit(perSecond), burst: burst, max: max, keys: make(map[string]*limiterEntry)}
+}
+
+// allow takes a token for key at now and reports whether there was one.
+// A nil limiter allows everything.
+func (l *keyedLimiter) allow(key string, now time.Time) bool {
+	if l == nil {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.keys[key]
+	if e == nil {
+		if len(l.keys) >= l.max {
+			l.evictLocked()
+		}
+		e = &limiterEntry{lim: rate.NewLimiter(l.limit, l.burst)}
+		l.keys[key] = e
+	}
+	e.seen = now
+	return e.lim.AllowN(now, 1)
+}
+
+// evictLocked forgets the keys idle at least as long as the mean idle key
+// (at least one: the oldest).
+func (l *keyedLimiter) evictLocked() {
+	var sum time.Duration
+	var ref time.Time
+	for _, e := range l.keys {
+		if ref.IsZero() || e.seen.After(ref) {
+			ref = e.seen
+		}
+	}
+	for _, e := range l.keys {
+		sum += ref.Sub(e.seen)
+	}
+	mean := sum / time.Duration(len(l.keys))
+	for k, e := range l.keys {
+		if ref.Sub(e.seen) >= mean {
+			delete(l.keys, k)
+		}
+	}
+}

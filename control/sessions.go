@@ -1,0 +1,175 @@
+package control
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+// sessionLifetime is how long a login session lasts after login or its
+// last refresh: the sessions bucket's TTL.
+const sessionLifetime = roomdb.DefaultSessionTTL
+
+type loginRequest struct {
+	Username  string `json:"username"`
+	AuthToken string `json:"auth_token"`
+}
+
+type refreshRequest struct {
+	RefreshToken string `json:"refresh_token"`
+}
+
+type sessionResponse struct {
+	AccessToken  string   `json:"access_token"`
+	RefreshToken string   `json:"refresh_token"`
+	ExpiresAt    string   `json:"expires_at"`
+	SessionID    string   `json:"session_id"`
+	User         userJSON `json:"user"`
+}
+
+type userJSON struct {
+	Username string `json:"username"`
+}
+
+// login is C0: POST /client/v1/sessions. Each success opens a new login
+// session.
+func (s *Server) login(ctx context.Context, c *call) (int, any, error) {
+	if !s.loginLimit.allow(clientIP(c.r), c.now) {
+		return 0, nil, errRateLimited
+	}
+	var req loginRequest
+	if err := decodeBody(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {
+		return 0, nil, err
+	}
+	if !validUsername(req.Username) {
+		return 0, nil, errInvalid("username must be 1 to %d characters of A-Z a-z 0-9 _ . -", MaxUsernameLen)
+	}
+	if len(req.AuthToken) > tokens.MaxTokenLen {
+		return 0, nil, errInvalid("auth_token is longer than %d bytes", tokens.MaxTokenLen)
+	}
+	switch {
+	case req.AuthToken != "":
+		at, err := s.authSigner.VerifyAuthToken(req.AuthToken, c.now)
+		if errors.Is(err, tokens.ErrExpired) {
+			return 0, nil, errUnauthenticated("auth token expired")
+		}
+		if err != nil {
+			return 0, nil, errUnauthenticated("invalid auth token")
+		}
+		if at.Username != req.Username {
+			return 0, nil, errUnauthenticated("auth token is for another username")
+		}
+	case !s.cfg.AllowAnonymous:
+		return 0, nil, errUnauthenticated("auth_token is required")
+	}
+
+	sess := &roomdb.Session{
+		SessionID: tokens.NewID(),
+		Username:  req.Username,
+		CreatedAt: c.now.UTC(),
+		ExpiresAt: c.now.Add(sessionLifetime).UTC(),
+	}
+	refresh := newRefreshToken(sess.SessionID)
+	sess.RefreshHash = tokens.Hash(refresh)
+	if err := s.db.CreateSession(ctx, sess); err != nil {
+		return 0, nil, err
+	}
+	resp, err := s.sessionResponse(c, sess, refresh)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, resp, nil
+}
+
+// refresh rotates the refresh token and returns a new access token for
+// the same login session: POST /client/v1/sessions/refresh.
+func (s *Server) refresh(ctx context.Context, c *call) (int, any, error) {
+	if !s.loginLimit.allow(clientIP(c.r), c.now) {
+		return 0, nil, errRateLimited
+	}
+	var req refreshRequest
+	if err := decodeBody(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {
+		return 0, nil, err
+	}
+	if req.RefreshToken == "" {
+		return 0, nil, errInvalid("refresh_token is required")
+	}
+	if len(req.RefreshToken) > tokens.MaxTokenLen {
+		return 0, nil, errInvalid("refresh_token is longer than %d bytes", tokens.MaxTokenLen)
+	}
+	denied := errUnauthenticated("invalid refresh token")
+	sid, ok := refreshSessionID(req.RefreshToken)
+	if !ok {
+		return 0, nil, denied
+	}
+	oldHash := tokens.Hash(req.RefreshToken)
+	next := newRefreshToken(sid)
+	sess, err := s.db.UpdateSession(ctx, sid, func(sess *roomdb.Session) error {
+		if subtle.ConstantTimeCompare([]byte(sess.RefreshHash), []byte(oldHash)) != 1 || !c.now.Before(sess.ExpiresAt) {
+			return denied
+		}
+		sess.RefreshHash = tokens.Hash(next)
+		sess.ExpiresAt = c.now.Add(sessionLifetime).UTC()
+		return nil
+	})
+	if errors.Is(err, roomdb.ErrNotFound) {
+		return 0, nil, denied
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := s.sessionResponse(c, sess, next)
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, resp, nil
+}
+
+// logout ends the caller's login session: DELETE
+// /client/v1/sessions/current. Its access and refresh tokens stop working.
+func (s *Server) logout(ctx context.Context, c *call) (int, any, error) {
+	if err := s.db.DeleteSession(ctx, c.session.SessionID); err != nil {
+		return 0, nil, err
+	}
+	return http.StatusNoContent, nil, nil
+}
+
+func (s *Server) sessionResponse(c *call, sess *roomdb.Session, refresh string) (*sessionResponse, error) {
+	exp := c.now.Add(s.cfg.AccessTokenTTL)
+	at, err := s.signer.SignAccessToken(tokens.AccessToken{SessionID: sess.SessionID, Username: sess.Username, ExpiresMS: exp.UnixMilli()})
+	if err != nil {
+		return nil, err
+	}
+	return &sessionResponse{
+		AccessToken:  at,
+		RefreshToken: refresh,
+		ExpiresAt:    timeJSON(exp),
+		SessionID:    sess.SessionID,
+		User:         userJSON{Username: sess.Username},
+	}, nil
+}
+
+// newRefreshToken returns "rf1_<session_id>.<32 random bytes>". The
+// session id lets refresh find the session; the random part, whose
+// SHA-256 the session stores, is the secret.
+func newRefreshToken(sessionID string) string {
+	return tokens.PrefixRefreshToken + sessionID + "." + tokens.Random(32)
+}
+
+// refreshSessionID returns the session id inside a refresh token.
+func refreshSessionID(tok string) (string, bool) {
+	rest, ok := strings.CutPrefix(tok, tokens.PrefixRefreshToken)
+	if !ok {
+		return "", false
+	}
+	sid, secret, ok := strings.Cut(rest, ".")
+	if !ok || sid == "" || secret == "" || len(sid) > roomdb.MaxIDLength {
+		return "", false
+	}
+	return sid, true
+}
