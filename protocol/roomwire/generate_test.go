@@ -183,7 +183,7 @@ func generated(t roomwire.Type) []genVector {
 			{"snapshot_provider_seat_3_multibyte_offline_member", &roomwire.Welcome{
 				Conv: 7, Seat: 3, SyncMode: roomwire.SyncFrame, TickRate: 60, RoomState: roomwire.StatePlaying,
 				StartFrame: 1, Frame: 3600, ResumeToken: seq(32, 0),
-				Members: []roomwire.MemberInfo{{Seat: 0, Username: "玩家一", Online: false}, {Seat: 3, Username: "", Online: true}},
+				Members:      []roomwire.MemberInfo{{Seat: 0, Username: "玩家一", Online: false}, {Seat: 3, Username: "", Online: true}},
 				ServerTimeMS: 1762761660000, SnapshotSeat: 3, MaxPlayers: 4}},
 			{"max_values_16_members_max_token", &roomwire.Welcome{
 				Conv: u32, Seat: 255, SyncMode: 255, TickRate: 255, RoomState: 255, StartFrame: u32, Frame: u32,

@@ -684,7 +684,7 @@ func TestSpecWorkedExample(t *testing.T) {
 		0x41, 0x51, 0x33, 0x6B, // "AQ3k"
 		0x01,                                           // HELLO
 		0x01, 0x23, 0x45, 0x67, 0x89, 0xAB, 0xCD, 0xEF, // client_nonce
-		0x09,                                              // sdk_version length
+		0x09,                                                 // sdk_version length
 		0x67, 0x6F, 0x64, 0x6F, 0x74, 0x2F, 0x30, 0x2E, 0x31, // "godot/0.1"
 	}
 	got, err := roomwire.AppendHandshake(nil, roomwire.KindHello, []byte("AQ3k"),
