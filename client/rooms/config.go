@@ -1,0 +1,195 @@
+package rooms
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/gobwas/ws"
+
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
+)
+
+// Subprotocol is the WebSocket subprotocol of the game node.
+const Subprotocol = "im.game.v1"
+
+// ProtocolVersion is the im.game.v1 version this SDK speaks; Join answers
+// it in connect.protocol_version.
+const ProtocolVersion = 1
+
+// Defaults of [Config].
+const (
+	DefaultHeartbeat         = time.Second      // seed: PING every second
+	DefaultSilenceTimeout    = 5 * time.Second  // seed: 5 s without a message is a disconnect
+	DefaultHandshakeTimeout  = 10 * time.Second // the node waits 10 s for a handshake too
+	DefaultWriteTimeout      = 5 * time.Second
+	DefaultHTTPTimeout       = 15 * time.Second
+	DefaultRefreshBefore     = time.Minute
+	DefaultReconnectWindow   = 60 * time.Second // when Join does not say
+	DefaultFrameBuffer       = 256
+	DefaultEventBuffer       = 64
+	DefaultMaxSendQueueBytes = 256 << 10
+	DefaultMaxMessageSize    = 1 << 20
+	DefaultMaxResponseBytes  = 1 << 20
+	DefaultSDKVersion        = "go/0.1"
+)
+
+// Config configures a [Client] and the [Room] values it connects. The zero
+// value works: every zero field takes the default named in its comment.
+// Login and NewClient copy the Config; changing it afterwards has no effect.
+type Config struct {
+	// HTTPClient makes the HTTP calls. Nil means a client with a
+	// DefaultHTTPTimeout timeout.
+	HTTPClient *http.Client
+	// Dialer dials game nodes. Nil means a zero ws.Dialer. Its Protocols are
+	// always replaced by [Subprotocol] and its Timeout by HandshakeTimeout
+	// when that is shorter or the Dialer has none.
+	Dialer *ws.Dialer
+	// Logger receives connection-level events (never per message, never
+	// tokens). Nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock for PING timestamps, RTT, server time, silence and
+	// token expiry. Nil means time.Now.
+	Now func() time.Time
+
+	// SDKVersion goes into HELLO.sdk_version (≤ 64 bytes). Empty means
+	// DefaultSDKVersion.
+	SDKVersion string
+	// Heartbeat is the PING interval. Zero means DefaultHeartbeat (1 s).
+	Heartbeat time.Duration
+	// SilenceTimeout is how long without any message from the node makes a
+	// disconnect. Zero means DefaultSilenceTimeout (5 s).
+	SilenceTimeout time.Duration
+	// HandshakeTimeout bounds dialing plus the handshake up to WELCOME.
+	// Zero means DefaultHandshakeTimeout (10 s).
+	HandshakeTimeout time.Duration
+	// WriteTimeout bounds each socket write. Zero means DefaultWriteTimeout
+	// (5 s).
+	WriteTimeout time.Duration
+	// Backoff returns the wait before reconnect attempt n (0-based). Nil means
+	// [DefaultBackoff]: 0, 1, 2, 4, 4, … seconds.
+	Backoff func(attempt int) time.Duration
+	// ReconnectWindow caps how long a disconnected room tries to come back.
+	// Zero means the room's reconnect_window_seconds from Join, or
+	// DefaultReconnectWindow (60 s) when Join did not say.
+	ReconnectWindow time.Duration
+
+	// FrameBuffer is the capacity of Room.Frames. Zero means
+	// DefaultFrameBuffer (256).
+	FrameBuffer int
+	// EventBuffer is the capacity of Room.Events. Zero means
+	// DefaultEventBuffer (64).
+	EventBuffer int
+	// MaxSendQueueBytes caps the bytes waiting for the socket; sends beyond
+	// it fail with ErrSendQueueFull. Zero means DefaultMaxSendQueueBytes
+	// (256 KiB); it is raised to fit one largest SNAPSHOT_PUT.
+	MaxSendQueueBytes int
+	// MaxMessageSize caps one message from the node; a bigger one closes the
+	// connection. Zero means DefaultMaxMessageSize (1 MiB), which holds a full
+	// FRAME_BATCH of a 16-seat room.
+	MaxMessageSize int
+	// MaxResponseBytes caps an HTTP response body. Zero means
+	// DefaultMaxResponseBytes (1 MiB).
+	MaxResponseBytes int64
+
+	// RefreshBefore is how long before the access token expires the client
+	// refreshes it. Zero means DefaultRefreshBefore (1 min).
+	RefreshBefore time.Duration
+	// SessionChanged, when set, is called with the new session after each
+	// refresh of the tokens, so an app can save it. It must not block.
+	SessionChanged func(Session)
+
+	// SnapshotInterval is the room's snapshot_interval_frames (WELCOME does
+	// not carry it). When it is non-zero and this client holds the snapshot
+	// seat, every frame whose number is a multiple of it is delivered with
+	// Frame.SnapshotDue set and SnapshotFunc is called. Zero means off.
+	SnapshotInterval uint32
+	// SnapshotFunc, when set, returns the game state after frame; the room
+	// sends it as SNAPSHOT_PUT. It is called on the room's reader goroutine
+	// right after that frame is queued on Frames, so it suits games whose
+	// state it can read safely at that moment; a game loop that applies
+	// frames itself leaves it nil and calls Room.PutSnapshot when it sees
+	// Frame.SnapshotDue. A nil or empty result sends nothing.
+	SnapshotFunc func(frame uint32) []byte
+}
+
+// DefaultBackoff is the seed's reconnect schedule: 0, 1, 2, 4, 4, … seconds.
+func DefaultBackoff(attempt int) time.Duration {
+	switch {
+	case attempt <= 0:
+		return 0
+	case attempt == 1:
+		return time.Second
+	case attempt == 2:
+		return 2 * time.Second
+	}
+	return 4 * time.Second
+}
+
+// resolve returns a copy of c with the defaults filled in.
+func (c *Config) resolve() (Config, error) {
+	var r Config
+	if c != nil {
+		r = *c
+	}
+	if r.HTTPClient == nil {
+		r.HTTPClient = &http.Client{Timeout: DefaultHTTPTimeout}
+	}
+	if r.Dialer != nil {
+		d := *r.Dialer
+		r.Dialer = &d
+	} else {
+		r.Dialer = &ws.Dialer{}
+	}
+	if r.Logger == nil {
+		r.Logger = slog.Default()
+	}
+	if r.Now == nil {
+		r.Now = time.Now
+	}
+	if r.SDKVersion == "" {
+		r.SDKVersion = DefaultSDKVersion
+	}
+	if len(r.SDKVersion) > roomwire.MaxSDKVersionLen {
+		return r, fmt.Errorf("rooms: sdk version longer than %d bytes", roomwire.MaxSDKVersionLen)
+	}
+	setDur(&r.Heartbeat, DefaultHeartbeat)
+	setDur(&r.SilenceTimeout, DefaultSilenceTimeout)
+	setDur(&r.HandshakeTimeout, DefaultHandshakeTimeout)
+	setDur(&r.WriteTimeout, DefaultWriteTimeout)
+	setDur(&r.RefreshBefore, DefaultRefreshBefore)
+	if r.Backoff == nil {
+		r.Backoff = DefaultBackoff
+	}
+	setInt(&r.FrameBuffer, DefaultFrameBuffer)
+	setInt(&r.EventBuffer, DefaultEventBuffer)
+	setInt(&r.MaxSendQueueBytes, DefaultMaxSendQueueBytes)
+	setInt(&r.MaxMessageSize, DefaultMaxMessageSize)
+	if r.MaxResponseBytes <= 0 {
+		r.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if minQ := roomwire.MaxSnapshotLen + 64; r.MaxSendQueueBytes < minQ {
+		r.MaxSendQueueBytes = minQ
+	}
+	if r.MaxMessageSize < 64<<10+64 {
+		r.MaxMessageSize = 64<<10 + 64 // one SNAPSHOT always fits
+	}
+	r.Dialer.Protocols = []string{Subprotocol}
+	if r.Dialer.Timeout <= 0 || r.Dialer.Timeout > r.HandshakeTimeout {
+		r.Dialer.Timeout = r.HandshakeTimeout
+	}
+	return r, nil
+}
+
+func setDur(d *time.Duration, def time.Duration) {
+	if *d <= 0 {
+		*d = def
+	}
+}
+
+func setInt(n *int, def int) {
+	if *n <= 0 {
+		*n = def
+	}
+}
