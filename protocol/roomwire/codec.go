@@ -162,11 +162,15 @@ func (m *Frame) AppendTo(b []byte) ([]byte, error) {
 
 // Unmarshal implements [Message]. It reuses m.Frames and the Inputs slices
 // inside it, so decoding into the same value allocates nothing once they
-// have grown.
+// have grown. On error m.Frames is empty.
 func (m *Frame) Unmarshal(data []byte) error {
 	r := start(data, TypeFrame)
 	m.Frames = r.frames(m.Frames, MaxFramesPerFrame)
-	return r.end()
+	if err := r.end(); err != nil {
+		m.Frames = m.Frames[:0] // trailing bytes: drop the frames read before them
+		return err
+	}
+	return nil
 }
 
 // AppendTo implements [Message].
@@ -189,11 +193,16 @@ func (m *FrameBatch) AppendTo(b []byte) ([]byte, error) {
 	return appendFrames(b, TypeFrameBatch, m.Frames, MaxFramesPerBatch)
 }
 
-// Unmarshal implements [Message]. Like [Frame.Unmarshal] it reuses slices.
+// Unmarshal implements [Message]. Like [Frame.Unmarshal] it reuses slices,
+// and on error m.Frames is empty.
 func (m *FrameBatch) Unmarshal(data []byte) error {
 	r := start(data, TypeFrameBatch)
 	m.Frames = r.frames(m.Frames, MaxFramesPerBatch)
-	return r.end()
+	if err := r.end(); err != nil {
+		m.Frames = m.Frames[:0]
+		return err
+	}
+	return nil
 }
 
 // AppendTo implements [Message].
