@@ -1,0 +1,4 @@
+package faultproxy
+
+// EffectiveConfig returns p's config after defaults were filled.
+func EffectiveConfig(p *Proxy) Config { return p.cfg }
