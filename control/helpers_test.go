@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -293,7 +294,7 @@ func (e *env) getRoom(id string) *roomdb.Room {
 // package node.
 type fakeNode struct {
 	db       *roomdb.DB
-	admitErr *roomdb.CommandError // answered to admit when set
+	admitErr *roomdb.CommandError // answered to admit when set; set before use
 
 	mu     sync.Mutex
 	admits []roomdb.AdmitRequest
@@ -330,6 +331,12 @@ func (f *fakeNode) Verbs() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.verbs...)
+}
+
+func (f *fakeNode) Admits() []roomdb.AdmitRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]roomdb.AdmitRequest(nil), f.admits...)
 }
 
 func (f *fakeNode) Admit(_ context.Context, req *roomdb.AdmitRequest) (*roomdb.CommandReply, error) {
@@ -398,3 +405,13 @@ func listen(t *testing.T) (net.Listener, error) {
 	t.Helper()
 	return net.Listen("tcp", "127.0.0.1:0")
 }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+func newSignerFor(key string) (*tokens.Signer, error) { return tokens.NewSigner([]byte(key)) }
+
+func authTokenFor(username string, exp time.Time) tokens.AuthToken {
+	return tokens.AuthToken{Username: username, Expires: exp.Unix()}
+}
+
+func hashOf(tok string) string { return tokens.Hash(tok) }
