@@ -1,0 +1,165 @@
+package rooms
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+// Defaults of [Config].
+const (
+	// DefaultRetention is how long a room keeps its frames (the spec asks
+	// for at least 60 s): tick_rate × 60 frames.
+	DefaultRetention = 60 * time.Second
+	// DefaultConnectTimeout releases an admitted seat whose player has not
+	// connected (reason "timeout").
+	DefaultConnectTimeout = 60 * time.Second
+	// DefaultCloseLinger is the time between ERROR 9 room_closed and the
+	// node closing the connections.
+	DefaultCloseLinger = time.Second
+	// DefaultHousekeeping is how often rooms without frames (relay rooms)
+	// check their timers.
+	DefaultHousekeeping = 100 * time.Millisecond
+	// DefaultMaxRooms bounds the rooms of one engine.
+	DefaultMaxRooms = 10000
+	// DefaultFrameReqPerSecond bounds the FRAME_REQ a seat may send per
+	// second; excess requests are ignored.
+	DefaultFrameReqPerSecond = 10
+	// DefaultRateLimitSeconds is how many consecutive seconds over the
+	// INPUT limit release a seat with ERROR 7.
+	DefaultRateLimitSeconds = 10
+)
+
+// Config configures an [Engine]. The zero value works, except that rooms
+// hand out resume tokens only when Tokens is set.
+type Config struct {
+	// Now returns the current time. Nil means time.Now. Every rule of the
+	// rooms (ticks, timeouts, rate limits) reads time through it.
+	Now func() time.Time
+	// Logger receives rare events (room opened, closed). Nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Tokens signs the resume tokens of WELCOME. Nil means WELCOME carries
+	// an empty resume token and RESUME always fails.
+	Tokens *tokens.Signer
+	// Header writes a transport frame header for a payload of n bytes at
+	// the end of headroom (len(headroom) == [Headroom]) and returns its
+	// length. It runs once per message, so every peer gets the same
+	// [Msg.Wire] bytes. Nil means no header.
+	Header func(headroom []byte, n int) int
+	// Observer receives the state changes that must reach the shared
+	// records. Nil means they are dropped.
+	Observer Observer
+
+	// Retention is how long frames are kept for FRAME_REQ and resume.
+	// Zero means DefaultRetention.
+	Retention time.Duration
+	// ConnectTimeout releases a seat admitted but never connected. Zero
+	// means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// CloseLinger is the delay between ERROR 9 and closing the
+	// connections. Zero means DefaultCloseLinger.
+	CloseLinger time.Duration
+	// Housekeeping is the timer granularity of rooms without frames. Zero
+	// means DefaultHousekeeping.
+	Housekeeping time.Duration
+	// MaxRooms bounds the rooms open at once. Zero means DefaultMaxRooms.
+	MaxRooms int
+	// FrameReqPerSecond bounds FRAME_REQ per seat per second. Zero means
+	// DefaultFrameReqPerSecond.
+	FrameReqPerSecond int
+	// RateLimitSeconds is how many consecutive seconds over the INPUT
+	// limit release a seat. Zero means DefaultRateLimitSeconds.
+	RateLimitSeconds int
+	// Workers is the number of tick scheduler goroutines [Engine.Run]
+	// starts. Zero means runtime.GOMAXPROCS(0).
+	Workers int
+	// ObserveTick, when set, receives the duration of every room tick run
+	// by the scheduler. It must not block or allocate.
+	ObserveTick func(time.Duration)
+}
+
+// SyncMode is a room's sync mode: lockstep frames or message relay.
+type SyncMode uint8
+
+// Sync modes; the values are those of WELCOME.sync_mode.
+const (
+	SyncFrame SyncMode = 1
+	SyncRelay SyncMode = 2
+)
+
+// StartMode says when a room starts.
+type StartMode uint8
+
+// Start modes.
+const (
+	// StartAllReady starts when every connected seat has sent READY.
+	StartAllReady StartMode = iota + 1
+	// StartAuto starts when the first player connects.
+	StartAuto
+	// StartManual starts on [Room.Start] (the game backend's start call).
+	StartManual
+)
+
+// ParseStartMode returns the StartMode named s ("all_ready", "auto",
+// "manual") and whether s is one.
+func ParseStartMode(s string) (StartMode, bool) {
+	switch s {
+	case "all_ready":
+		return StartAllReady, true
+	case "auto":
+		return StartAuto, true
+	case "manual":
+		return StartManual, true
+	}
+	return 0, false
+}
+
+// ParseSyncMode returns the SyncMode named s ("frame", "relay") and whether
+// s is one.
+func ParseSyncMode(s string) (SyncMode, bool) {
+	switch s {
+	case "frame":
+		return SyncFrame, true
+	case "relay":
+		return SyncRelay, true
+	}
+	return 0, false
+}
+
+// Room limits.
+const (
+	// MaxSeats is the largest room: CUSTOM.to is a 16-bit seat mask.
+	MaxSeats = 16
+	// MaxTickRate is the fastest frame rate.
+	MaxTickRate = 60
+	// DefaultReconnectWindow is used when RoomConfig.ReconnectWindow is 0.
+	DefaultReconnectWindow = 60 * time.Second
+	// DefaultMaxDuration is used when RoomConfig.MaxDuration is 0.
+	DefaultMaxDuration = time.Hour
+)
+
+// RoomConfig describes one room, as the control plane created it.
+type RoomConfig struct {
+	// ID is the room_id; 1–64 bytes.
+	ID string
+	// SyncMode is SyncFrame or SyncRelay.
+	SyncMode SyncMode
+	// TickRate is frames per second, 1–MaxTickRate; ignored by relay rooms.
+	TickRate int
+	// MaxPlayers is the number of seats, 1–MaxSeats.
+	MaxPlayers int
+	// StartMode says when the room starts.
+	StartMode StartMode
+	// ReconnectWindow is how long an offline seat is kept. Zero means
+	// DefaultReconnectWindow.
+	ReconnectWindow time.Duration
+	// MaxDuration closes the room (reason "expired") this long after
+	// CreatedAt. Zero means DefaultMaxDuration.
+	MaxDuration time.Duration
+	// SnapshotInterval is snapshot_interval_frames; 0 turns snapshots off.
+	SnapshotInterval int
+	// CreatedAt is when the room was created. Zero means now.
+	CreatedAt time.Time
+}

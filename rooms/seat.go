@@ -1,0 +1,330 @@
+package rooms
+
+import (
+	"time"
+
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+type seatStatus uint8
+
+const (
+	seatFree    seatStatus = iota
+	seatJoined             // admitted, never connected
+	seatOnline             // connected: link is set
+	seatOffline            // was connected; kept for the reconnect window
+)
+
+// seat is one seat of a room; its Room's lock guards it.
+type seat struct {
+	status    seatStatus
+	username  string
+	sessionID string
+	link      *Link     // current connection; nil unless online
+	gen       uint64    // connection generation, bumped by every WELCOME and release
+	since     time.Time // joined: admitted at; offline: went offline at
+	ready     bool
+
+	input    []byte // newest INPUT since the last frame (cap MaxInputLen)
+	hasInput bool
+
+	// INPUT rate: times (UnixNano) of the inputs accepted in the last
+	// window, as a ring of cap limit.
+	times     []int64
+	tHead, tN int
+	overSec   int64 // last second in which an input was dropped
+	overRun   int   // consecutive seconds with drops, ending at overSec
+	reqSec    int64 // second of the FRAME_REQ count
+	reqN      int
+}
+
+// Peer is a connection as a room sees it; the transport implements it.
+type Peer interface {
+	// Send queues m without blocking. When it keeps m it takes its own
+	// reference ([Msg.Retain]) and releases it once written or dropped.
+	// It returns false when the queue is full or the peer is closing; the
+	// room then drops the connection (MEMBER offline "network") and the
+	// player may resume.
+	Send(m *Msg) bool
+	// Close sends the queued messages and final (when not nil, even past
+	// the queue's bound), then closes the connection. It never blocks and
+	// is idempotent; the peer retains final if it keeps it.
+	Close(final *Msg)
+}
+
+// Admit gives seat to a login session (the control plane's join, C1): the
+// seat is held ("joined") and is released with MEMBER left "timeout" unless
+// its player connects within Config.ConnectTimeout. Admitting the same
+// session again is not an error. It returns ErrSeatTaken when another
+// session holds the seat, ErrBadSeat for a seat outside the room,
+// ErrRoomEnded once the room is closing and ErrDraining while the engine
+// drains.
+func (r *Room) Admit(seat int, username, sessionID string) error {
+	if r.e.draining.Load() {
+		return ErrDraining
+	}
+	r.mu.Lock()
+	defer r.unlock()
+	if r.state >= StateEnding {
+		return ErrRoomEnded
+	}
+	if seat < 0 || seat >= len(r.seats) {
+		return ErrBadSeat
+	}
+	s := &r.seats[seat]
+	now := r.e.now()
+	switch {
+	case s.status == seatFree:
+		s.status = seatJoined
+		s.username = truncate(username, roomwire.MaxUsernameLen)
+		s.sessionID = sessionID
+		s.since = now
+		r.wakeLocked(now.Add(r.e.cfg.ConnectTimeout))
+	case s.sessionID != sessionID:
+		return ErrSeatTaken
+	case s.status == seatJoined:
+		s.since = now
+	}
+	return nil
+}
+
+// Join connects peer to seat for the login session of a verified connect
+// ticket (handshake HELLO) and sends it WELCOME. A connection the seat
+// already has is replaced: it gets ERROR(5 seat_taken, "replaced") and is
+// closed. It returns ErrRoomEnded once the room is closing,
+// ErrSeatUnavailable when the seat is not held and ErrSeatTaken when
+// another session holds it.
+func (r *Room) Join(seat int, sessionID string, peer Peer) (*Link, error) {
+	r.mu.Lock()
+	defer r.unlock()
+	if r.state >= StateEnding {
+		return nil, ErrRoomEnded
+	}
+	if seat < 0 || seat >= len(r.seats) || r.seats[seat].status == seatFree {
+		return nil, ErrSeatUnavailable
+	}
+	if r.seats[seat].sessionID != sessionID {
+		return nil, ErrSeatTaken
+	}
+	return r.connectLocked(seat, peer, false, 0)
+}
+
+// Resume reconnects peer with a verified resume token (handshake RESUME),
+// sends it WELCOME, then the frames after lastFrame (SNAPSHOT first when
+// they are no longer retained and a snapshot exists). It returns
+// ErrRoomEnded once the room is closing and ErrResumeRejected when the
+// token is not the seat's current one (used, or the seat was released).
+func (r *Room) Resume(tok tokens.ResumeToken, lastFrame uint32, peer Peer) (*Link, error) {
+	r.mu.Lock()
+	defer r.unlock()
+	if r.state >= StateEnding {
+		return nil, ErrRoomEnded
+	}
+	if tok.RoomID != r.cfg.ID || tok.Seat < 0 || tok.Seat >= len(r.seats) {
+		return nil, ErrResumeRejected
+	}
+	s := &r.seats[tok.Seat]
+	if (s.status != seatOnline && s.status != seatOffline) || s.sessionID != tok.SessionID || s.gen != tok.Gen {
+		return nil, ErrResumeRejected
+	}
+	return r.connectLocked(tok.Seat, peer, true, lastFrame)
+}
+
+func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*Link, error) {
+	s := &r.seats[i]
+	if old := s.link; old != nil {
+		m := r.errorLocked(roomwire.CodeSeatTaken, ReasonReplaced, nil)
+		old.detach()
+		old.peer.Close(m)
+		m.Release()
+	}
+	wasOnline := s.status == seatOnline
+	s.status = seatOnline
+	s.gen++
+	l := &Link{r: r, seat: i, peer: peer, conv: r.e.conv.Add(1), attached: true}
+	s.link = l
+
+	var tok []byte
+	if r.e.cfg.Tokens != nil {
+		t, err := r.e.cfg.Tokens.SignResumeToken(tokens.ResumeToken{RoomID: r.cfg.ID, Seat: i, SessionID: s.sessionID, Gen: s.gen})
+		if err == nil && len(t) <= roomwire.MaxResumeTokenLen {
+			tok = []byte(t)
+		}
+	}
+	w := &roomwire.Welcome{
+		Conv:         l.conv,
+		Seat:         uint8(i),
+		SyncMode:     uint8(r.cfg.SyncMode),
+		RoomState:    uint8(r.state),
+		Frame:        r.frame,
+		ResumeToken:  tok,
+		ServerTimeMS: uint64(r.e.now().UnixMilli()),
+		SnapshotSeat: -1,
+		MaxPlayers:   uint8(r.cfg.MaxPlayers),
+	}
+	if r.frames != nil {
+		w.TickRate = uint8(r.cfg.TickRate)
+		if r.cfg.SnapshotInterval > 0 {
+			w.SnapshotSeat = int8(r.snapshotSeatLocked())
+		}
+	}
+	if r.state != StateWaiting {
+		w.StartFrame = 1
+	}
+	size := 64 + len(tok)
+	for j := range r.seats {
+		if o := &r.seats[j]; o.status != seatFree {
+			w.Members = append(w.Members, roomwire.MemberInfo{Seat: uint8(j), Username: o.username, Online: o.status == seatOnline})
+			size += 4 + len(o.username)
+		}
+	}
+	m := r.encodeLocked(w, size)
+	l.send(m)
+	m.Release()
+	if resume {
+		r.catchUpLocked(l, lastFrame+1, r.frame)
+	}
+	if !wasOnline {
+		r.emit(Event{Kind: SeatOnline, Seat: i, SessionID: s.sessionID})
+		r.memberLocked(i, roomwire.MemberOnline, "")
+		if r.state == StateWaiting && r.cfg.StartMode == StartAuto {
+			r.startLocked()
+		}
+	}
+	return l, nil
+}
+
+// snapshotSeatLocked returns the lowest online seat, or -1.
+func (r *Room) snapshotSeatLocked() int {
+	for i := range r.seats {
+		if r.seats[i].status == seatOnline {
+			return i
+		}
+	}
+	return -1
+}
+
+// offlineLocked marks seat i offline after its connection went away and
+// tells the others.
+func (r *Room) offlineLocked(i int, reason string) {
+	s := &r.seats[i]
+	if s.link != nil {
+		s.link.detach()
+	}
+	if r.state >= StateEnding || s.status != seatOnline {
+		return
+	}
+	s.status = seatOffline
+	s.since = r.e.now()
+	s.hasInput = false
+	r.wakeLocked(s.since.Add(r.cfg.ReconnectWindow))
+	r.emit(Event{Kind: SeatOffline, Seat: i, Reason: reason, SessionID: s.sessionID})
+	r.memberLocked(i, roomwire.MemberOffline, reason)
+	r.checkAllReadyLocked()
+}
+
+// releaseLocked frees seat i, whose connection the caller has already
+// detached, and tells the others.
+func (r *Room) releaseLocked(i int, reason string) {
+	s := &r.seats[i]
+	if l := s.link; l != nil {
+		l.detach()
+		l.peer.Close(nil)
+	}
+	r.emit(Event{Kind: SeatReleased, Seat: i, Reason: reason, SessionID: s.sessionID})
+	r.memberLocked(i, roomwire.MemberLeft, reason)
+	gen := s.gen + 1
+	input, times := s.input[:0], s.times
+	*s = seat{gen: gen, input: input, times: times}
+	r.checkAllReadyLocked()
+}
+
+// checkAllReadyLocked starts an all_ready room once every online seat is
+// ready.
+func (r *Room) checkAllReadyLocked() {
+	if r.state != StateWaiting || r.cfg.StartMode != StartAllReady {
+		return
+	}
+	online := 0
+	for i := range r.seats {
+		if s := &r.seats[i]; s.status == seatOnline {
+			if !s.ready {
+				return
+			}
+			online++
+		}
+	}
+	if online > 0 {
+		r.startLocked()
+	}
+}
+
+// memberLocked sends MEMBER about seat i to every other online seat.
+func (r *Room) memberLocked(i int, kind uint8, reason string) {
+	if r.state >= StateEnding {
+		return
+	}
+	m := r.encodeLocked(&roomwire.Member{Seat: uint8(i), Username: r.seats[i].username, Kind: kind, Reason: reason}, 8+len(r.seats[i].username)+len(reason))
+	r.broadcastLocked(m, i)
+	m.Release()
+}
+
+// broadcastLocked sends m to every online seat but except.
+func (r *Room) broadcastLocked(m *Msg, except int) {
+	for i := range r.seats {
+		if l := r.seats[i].link; l != nil && i != except {
+			l.send(m)
+		}
+	}
+}
+
+// encodeLocked encodes a message the room builds itself; its fields are
+// within their caps by construction.
+func (r *Room) encodeLocked(msg roomwire.Message, size int) *Msg {
+	m, err := r.e.pools.encode(msg, size)
+	if err != nil {
+		panic("rooms: encoding " + msg.Type().String() + ": " + err.Error())
+	}
+	return m
+}
+
+func (r *Room) errorLocked(code uint8, reason string, result []byte) *Msg {
+	return r.e.errorMsg(code, reason, result)
+}
+
+// catchUpLocked sends frames from through to as FRAME_BATCH messages of at
+// most 300 frames. When from is no longer retained it sends the SNAPSHOT
+// first, when there is one, and continues after it.
+func (r *Room) catchUpLocked(l *Link, from, to uint32) {
+	if r.frames == nil || r.frames.first == 0 {
+		return
+	}
+	from = max(from, 1)
+	to = min(to, r.frame)
+	if from > to {
+		return
+	}
+	if from < r.frames.first {
+		if r.snap != nil {
+			l.send(r.snap)
+			from = max(from, r.snapAt+1)
+		}
+		from = max(from, r.frames.first)
+	}
+	for from <= to && from != 0 {
+		end := to
+		if end-from >= roomwire.MaxFramesPerBatch {
+			end = from + roomwire.MaxFramesPerBatch - 1
+		}
+		m := r.e.pools.get(4 + r.frames.size(from, end))
+		m.buf = roomwire.AppendFramesHeader(m.buf, roomwire.TypeFrameBatch, int(end-from+1))
+		for f := from; f <= end; f++ {
+			m.buf = append(m.buf, r.frames.record(f)...)
+		}
+		r.e.pools.seal(m)
+		l.send(m)
+		m.Release()
+		from = end + 1
+	}
+}
