@@ -154,8 +154,9 @@ type Config struct {
 	// DefaultMaxRateLimitKeys.
 	MaxRateLimitKeys int
 
-	// Logger receives request failures and rare events; tokens and keys
-	// are never logged. Nil means slog.Default().
+	// Logger receives request failures and rare events, with no
+	// component attribute of its own; tokens and keys are never logged.
+	// Nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the metrics. Nil means no metrics.
 	Registerer prometheus.Registerer

@@ -167,7 +167,11 @@ func jsonError(err error) *apiError {
 		return errInvalid("truncated JSON")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json has no typed error for DisallowUnknownFields.
-		return errInvalid("unknown field %s", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		if len(name) > 66 {
+			name = name[:64] + "…\""
+		}
+		return errInvalid("unknown field %s", name)
 	}
 	return errInvalid("malformed JSON")
 }

@@ -87,7 +87,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg:        cfg,
-		log:        cfg.Logger.With("component", "control"),
+		log:        cfg.Logger,
 		db:         cfg.DB,
 		bb:         cfg.Backbone,
 		signer:     cfg.Signer,
