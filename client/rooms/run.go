@@ -42,6 +42,7 @@ func (c *Client) Connect(ctx context.Context, roomID string, opts JoinOptions) (
 	r.asm = frameassembly.New(w.Frame)
 	r.lastFrame.Store(w.Frame)
 	r.welcome(w)
+	r.setConn(conn) // sends queue up until the writer starts
 	r.log.Debug("rooms: connected", "seat", w.Seat, "frame", w.Frame)
 	go r.run(conn)
 	return r, nil
@@ -196,9 +197,6 @@ func (r *Room) finish() {
 // every Heartbeat, and kills the connection after SilenceTimeout without a
 // message. It returns the cause once reader and writer have exited.
 func (r *Room) serve(c *wsConn) error {
-	r.mu.Lock()
-	r.conn = c
-	r.mu.Unlock()
 	c.wg.Add(2)
 	go c.writeLoop()
 	go r.readLoop(c)
@@ -222,10 +220,15 @@ loop:
 	}
 	t.Stop()
 	c.wg.Wait()
-	r.mu.Lock()
-	r.conn = nil
-	r.mu.Unlock()
+	r.setConn(nil)
 	return c.cause()
+}
+
+// setConn makes c the connection the send methods use.
+func (r *Room) setConn(c *wsConn) {
+	r.mu.Lock()
+	r.conn = c
+	r.mu.Unlock()
 }
 
 // ping sends PING(client_ms = now, rtt_ms = the RTT median).
@@ -250,7 +253,7 @@ func (r *Room) reconnect(cause error) (*wsConn, bool, error) {
 	for attempt := 0; ; attempt++ {
 		wait := r.cfg.Backoff(attempt)
 		if r.cfg.Now().Add(wait).After(deadline) {
-			return nil, false, fmt.Errorf("rooms: %w after %d attempts: %w", ErrReconnectWindowExpired, attempt, last)
+			return nil, false, fmt.Errorf("%w after %d attempts: %w", ErrReconnectWindowExpired, attempt, last)
 		}
 		if !sleep(r.ctx, wait) {
 			return nil, false, ErrClosed
@@ -261,6 +264,7 @@ func (r *Room) reconnect(cause error) (*wsConn, bool, error) {
 			if err == nil {
 				r.welcome(w)
 				r.stats.resumes.Add(1)
+				r.setConn(c)
 				return c, false, nil
 			}
 			last = err
@@ -295,6 +299,7 @@ func (r *Room) reconnect(cause error) (*wsConn, bool, error) {
 				r.stats.frameReqs.Add(1)
 			}
 			r.stats.rejoins.Add(1)
+			r.setConn(c)
 			return c, true, nil
 		}
 		last = err
