@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboardgg/switchboard/client/backend"
+	"github.com/switchboardgg/switchboard/client/rooms"
+)
+
+// Counters are what bots count, shared by every bot of a run. All fields
+// are updated atomically.
+type Counters struct {
+	Connected   atomic.Int64 // bots with a live room connection
+	Joined      atomic.Int64 // bots that ever got a WELCOME
+	Frames      atomic.Int64 // frames delivered to bots
+	Inputs      atomic.Int64 // INPUTs sent
+	OrderErrors atomic.Int64 // frames that did not follow the previous one
+	Disconnects atomic.Int64
+	Resumes     atomic.Int64
+	Failed      atomic.Int64 // bots that ended with an error
+}
+
+// Bot is one simulated player: it logs in, joins a room, says READY and
+// sends one INPUT for every frame it receives, stamped with the time it was
+// sent so the round trip to the frame that carries it can be measured.
+type Bot struct {
+	API      string          // API base URL
+	Backend  *backend.Client // mints the bot's auth token and join ticket
+	RoomID   string
+	Username string
+	Seat     int // -1: any seat
+	Client   *rooms.Config
+	Latency  *Histogram // input→frame latency; may be nil
+	Counters *Counters  // may be nil
+	// OnFrame, when set, is called with every frame the bot receives.
+	OnFrame func(rooms.Frame)
+	// OnEvent, when set, is called with every event.
+	OnEvent func(rooms.Event)
+	// Joined, when set, is called once the join ends, with its error.
+	Joined func(error)
+}
+
+var epoch = time.Now()
+
+// Run plays until ctx ends (then it closes the room and returns nil) or
+// the room ends (then it returns the room's error).
+func (b *Bot) Run(ctx context.Context) error {
+	cnt := b.Counters
+	if cnt == nil {
+		cnt = new(Counters)
+	}
+	room, err := b.Join(ctx)
+	if b.Joined != nil {
+		b.Joined(err)
+	}
+	if err != nil {
+		cnt.Failed.Add(1)
+		return err
+	}
+	defer room.Close()
+	cnt.Joined.Add(1)
+	cnt.Connected.Add(1)
+	connected := true
+	defer func() {
+		if connected {
+			cnt.Connected.Add(-1)
+		}
+	}()
+	if err := room.Ready(); err != nil {
+		cnt.Failed.Add(1)
+		return fmt.Errorf("bench: %s ready: %w", b.Username, err)
+	}
+	seat := room.State().Seat
+	var last uint32
+	var stamp [8]byte
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case f, ok := <-room.Frames():
+			if !ok {
+				continue // Events or Done say why
+			}
+			if b.OnFrame != nil {
+				b.OnFrame(f)
+			}
+			if last != 0 && f.Number != last+1 && !f.Restore {
+				cnt.OrderErrors.Add(1)
+			}
+			last = f.Number
+			cnt.Frames.Add(1)
+			now := time.Since(epoch)
+			for _, in := range f.Inputs {
+				if int(in.Seat) == int(seat) && len(in.Data) == 8 && b.Latency != nil {
+					b.Latency.Record(now - time.Duration(binary.BigEndian.Uint64(in.Data)))
+				}
+			}
+			binary.BigEndian.PutUint64(stamp[:], uint64(now))
+			if err := room.SendInput(stamp[:]); err == nil {
+				cnt.Inputs.Add(1)
+			}
+		case ev := <-room.Events():
+			if b.OnEvent != nil {
+				b.OnEvent(ev)
+			}
+			switch ev.Kind {
+			case rooms.EventDisconnected:
+				cnt.Disconnects.Add(1)
+				if connected {
+					connected = false
+					cnt.Connected.Add(-1)
+				}
+			case rooms.EventResumed:
+				cnt.Resumes.Add(1)
+				if !connected {
+					connected = true
+					cnt.Connected.Add(1)
+				}
+			}
+		case <-room.Done():
+			err := room.Err()
+			if err != nil && !errors.Is(err, rooms.ErrClosed) {
+				cnt.Failed.Add(1)
+			}
+			return err
+		}
+	}
+}
+
+// Join mints the bot's auth token and ticket, logs in and connects the room.
+func (b *Bot) Join(ctx context.Context) (*rooms.Room, error) {
+	auth, err := b.Backend.CreateAuthToken(ctx, b.Username, 0)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s auth token: %w", b.Username, err)
+	}
+	req := backend.TicketRequest{Username: b.Username}
+	if b.Seat >= 0 {
+		seat := b.Seat
+		req.Seat = &seat
+	}
+	ticket, _, err := b.Backend.CreateTicket(ctx, b.RoomID, req)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s ticket: %w", b.Username, err)
+	}
+	c, err := rooms.Login(ctx, b.API, b.Username, auth, b.Client)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s login: %w", b.Username, err)
+	}
+	room, err := c.Connect(ctx, b.RoomID, rooms.JoinOptions{Ticket: ticket})
+	if err != nil {
+		return nil, fmt.Errorf("bench: %s connect: %w", b.Username, err)
+	}
+	return room, nil
+}

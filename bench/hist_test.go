@@ -1,0 +1,36 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+func TestHistogramQuantiles(t *testing.T) {
+	var h Histogram
+	if got := h.Quantile(0.5); got != 0 {
+		t.Fatalf("empty: got %v, want 0", got)
+	}
+	for i := 1; i <= 100; i++ {
+		h.Record(time.Duration(i) * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{
+		{0.5, 50*time.Millisecond + histBucket},
+		{0.99, 99*time.Millisecond + histBucket},
+		{1, 100*time.Millisecond + histBucket},
+	} {
+		if got := h.Quantile(tc.q); got != tc.want {
+			t.Errorf("Quantile(%v): got %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	h.Record(time.Hour)
+	h.Record(-time.Second)
+	if got := h.Count(); got != 102 {
+		t.Errorf("Count: got %d, want 102", got)
+	}
+	if got := h.Quantile(1); got != histMax {
+		t.Errorf("overflow: got %v, want %v", got, histMax)
+	}
+}

@@ -1,0 +1,255 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/switchboardgg/switchboard/client/backend"
+	"github.com/switchboardgg/switchboard/client/rooms"
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+// Defaults of RoomsConfig.
+const (
+	DefaultJoinConcurrency = 64
+	DefaultJoinTimeout     = 5 * time.Minute
+)
+
+// RoomsConfig configures RunRooms.
+type RoomsConfig struct {
+	API        string // API base URL; required
+	ServerKey  string // required
+	MetricsURL string // the server's /metrics; empty skips server CPU and tick lateness
+
+	Rooms    int           // rooms to create; required
+	Players  int           // players per room, 1–16; required
+	Tick     int           // tick rate, 1–60; required
+	Duration time.Duration // measured time after every player joined; required
+
+	// JoinConcurrency bounds the players joining at once. Zero means
+	// DefaultJoinConcurrency.
+	JoinConcurrency int
+	// JoinTimeout bounds the ramp-up. Zero means DefaultJoinTimeout.
+	JoinTimeout time.Duration
+	// Client configures every bot's SDK client; nil means its defaults.
+	Client *rooms.Config
+	// Out receives a progress line every second and the report. Nil
+	// discards them.
+	Out io.Writer
+}
+
+// RoomsResult is the outcome of a measured run.
+type RoomsResult struct {
+	PlayersWanted    int
+	PlayersConnected int64 // at the end of the measured window
+	JoinFailures     int64
+	Disconnects      int64 // during the measured window
+	OrderErrors      int64
+	Window           time.Duration
+	FramesPerSecond  float64 // frames delivered to all players
+	InputsPerSecond  float64
+	LatencyP50       time.Duration // input → the frame carrying it
+	LatencyP99       time.Duration
+	TickLatenessP50  time.Duration // from the server's metrics; 0 without them
+	TickLatenessP99  time.Duration
+	ServerCPUSeconds float64 // CPU the server used during the window; 0 without metrics
+	ServerCores      float64 // ServerCPUSeconds / Window
+	BenchCores       float64 // CPU this process used during the window
+	MicrosPerFrame   float64 // server CPU µs per frame delivered to a player
+	PlayersPerCore   float64 // players connected / ServerCores
+}
+
+// RunRooms creates cfg.Rooms rooms, fills them with bots, measures for
+// cfg.Duration once all have joined, then stops the bots and closes the
+// rooms.
+func RunRooms(ctx context.Context, cfg RoomsConfig) (*RoomsResult, error) {
+	if cfg.Rooms < 1 || cfg.Players < 1 || cfg.Players > 16 || cfg.Tick < 1 || cfg.Tick > 60 || cfg.Duration <= 0 {
+		return nil, errors.New("bench: rooms ≥ 1, players 1–16, tick 1–60 and a positive duration are required")
+	}
+	if cfg.JoinConcurrency <= 0 {
+		cfg.JoinConcurrency = DefaultJoinConcurrency
+	}
+	if cfg.JoinTimeout <= 0 {
+		cfg.JoinTimeout = DefaultJoinTimeout
+	}
+	out := cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	httpc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: cfg.JoinConcurrency * 2, MaxIdleConnsPerHost: cfg.JoinConcurrency * 2,
+	}}
+	defer httpc.CloseIdleConnections()
+	be, err := backend.New(cfg.API, cfg.ServerKey, httpc)
+	if err != nil {
+		return nil, err
+	}
+	clientCfg := rooms.Config{}
+	if cfg.Client != nil {
+		clientCfg = *cfg.Client
+	}
+	if clientCfg.HTTPClient == nil {
+		clientCfg.HTTPClient = httpc
+	}
+
+	run := tokens.Random(4)
+	ids := make([]string, cfg.Rooms)
+	fmt.Fprintf(out, "creating %d rooms (%d players, %d Hz)\n", cfg.Rooms, cfg.Players, cfg.Tick)
+	for i := range ids {
+		room, err := be.CreateRoom(ctx, backend.CreateRoomRequest{
+			RoomID:   fmt.Sprintf("bench-%s-%d", run, i),
+			SyncMode: "frame", TickRate: cfg.Tick, MaxPlayers: cfg.Players, StartMode: "all_ready",
+			MaxDurationSeconds: int((cfg.JoinTimeout + cfg.Duration + time.Minute) / time.Second),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("bench: create room %d: %w", i, err)
+		}
+		ids[i] = room.RoomID
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, id := range ids {
+			_ = be.CloseRoom(cctx, id, "bench_done", nil)
+		}
+	}()
+
+	var cnt Counters
+	var lat Histogram
+	botCtx, stopBots := context.WithCancel(ctx)
+	defer stopBots()
+	sem := make(chan struct{}, cfg.JoinConcurrency)
+	var joinWG, botWG sync.WaitGroup
+	total := cfg.Rooms * cfg.Players
+	for i := 0; i < total; i++ {
+		joinWG.Add(1)
+		botWG.Add(1)
+		b := &Bot{
+			API: cfg.API, Backend: be, RoomID: ids[i/cfg.Players],
+			Username: fmt.Sprintf("bot-%s-%d", run, i), Seat: i % cfg.Players,
+			Client: &clientCfg, Latency: &lat, Counters: &cnt,
+		}
+		var once sync.Once
+		b.Joined = func(error) { once.Do(func() { <-sem; joinWG.Done() }) }
+		sem <- struct{}{}
+		go func() {
+			defer botWG.Done()
+			_ = b.Run(botCtx)
+			b.Joined(nil) // in case Run returned before joining
+		}()
+	}
+
+	progress := func(phase string, since time.Time, lastFrames *int64) {
+		f := cnt.Frames.Load()
+		fmt.Fprintf(out, "%-7s %5.0fs connected %6d/%d  frames/s %8d  disconnects %d  failed %d  input→frame p99 %v\n",
+			phase, time.Since(since).Seconds(), cnt.Connected.Load(), total, f-*lastFrames,
+			cnt.Disconnects.Load(), cnt.Failed.Load(), lat.Quantile(0.99))
+		*lastFrames = f
+	}
+	joined := make(chan struct{})
+	go func() { joinWG.Wait(); close(joined) }()
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var lastFrames int64
+ramp:
+	for {
+		select {
+		case <-joined:
+			break ramp
+		case <-tick.C:
+			progress("ramp", start, &lastFrames)
+		case <-time.After(time.Until(start.Add(cfg.JoinTimeout))):
+			stopBots()
+			botWG.Wait()
+			return nil, fmt.Errorf("bench: only %d of %d players joined within %v", cnt.Joined.Load(), total, cfg.JoinTimeout)
+		case <-ctx.Done():
+			stopBots()
+			botWG.Wait()
+			return nil, ctx.Err()
+		}
+	}
+	fmt.Fprintf(out, "%d of %d players joined in %.1fs; measuring for %v\n", cnt.Joined.Load(), total, time.Since(start).Seconds(), cfg.Duration)
+
+	// A short settle, then the measured window.
+	time.Sleep(time.Second)
+	lat.Reset()
+	var before, after serverMetrics
+	if cfg.MetricsURL != "" {
+		if before, err = scrape(ctx, cfg.MetricsURL); err != nil {
+			return nil, err
+		}
+	}
+	benchBefore := processCPU()
+	f0, i0, d0 := cnt.Frames.Load(), cnt.Inputs.Load(), cnt.Disconnects.Load()
+	w0 := time.Now()
+	lastFrames = f0
+	deadline := time.After(cfg.Duration)
+measure:
+	for {
+		select {
+		case <-deadline:
+			break measure
+		case <-tick.C:
+			progress("measure", w0, &lastFrames)
+		case <-ctx.Done():
+			break measure
+		}
+	}
+	window := time.Since(w0)
+	res := &RoomsResult{
+		PlayersWanted:    total,
+		PlayersConnected: cnt.Connected.Load(),
+		JoinFailures:     int64(total) - cnt.Joined.Load(),
+		Disconnects:      cnt.Disconnects.Load() - d0,
+		OrderErrors:      cnt.OrderErrors.Load(),
+		Window:           window,
+		FramesPerSecond:  float64(cnt.Frames.Load()-f0) / window.Seconds(),
+		InputsPerSecond:  float64(cnt.Inputs.Load()-i0) / window.Seconds(),
+		LatencyP50:       lat.Quantile(0.5),
+		LatencyP99:       lat.Quantile(0.99),
+		BenchCores:       (processCPU() - benchBefore).Seconds() / window.Seconds(),
+	}
+	if cfg.MetricsURL != "" {
+		if after, err = scrape(ctx, cfg.MetricsURL); err != nil {
+			return nil, err
+		}
+		res.ServerCPUSeconds = after.CPUSeconds - before.CPUSeconds
+		res.ServerCores = res.ServerCPUSeconds / window.Seconds()
+		late := after.Lateness.sub(before.Lateness)
+		res.TickLatenessP50 = time.Duration(late.quantile(0.5) * float64(time.Second))
+		res.TickLatenessP99 = time.Duration(late.quantile(0.99) * float64(time.Second))
+		if res.FramesPerSecond > 0 {
+			res.MicrosPerFrame = res.ServerCPUSeconds * 1e6 / (res.FramesPerSecond * window.Seconds())
+		}
+		if res.ServerCores > 0 {
+			res.PlayersPerCore = float64(res.PlayersConnected) / res.ServerCores
+		}
+	}
+	stopBots()
+	botWG.Wait()
+	res.Report(out)
+	return res, nil
+}
+
+// Report writes the result for people.
+func (r *RoomsResult) Report(w io.Writer) {
+	fmt.Fprintf(w, "\nplayers connected     %d of %d (join failures %d, disconnects %d, order errors %d)\n",
+		r.PlayersConnected, r.PlayersWanted, r.JoinFailures, r.Disconnects, r.OrderErrors)
+	fmt.Fprintf(w, "frames/s delivered    %.0f (inputs/s %.0f) over %.1fs\n", r.FramesPerSecond, r.InputsPerSecond, r.Window.Seconds())
+	fmt.Fprintf(w, "input→frame latency   p50 %v  p99 %v\n", r.LatencyP50, r.LatencyP99)
+	if r.ServerCPUSeconds > 0 {
+		fmt.Fprintf(w, "tick lateness         p50 ≤ %v  p99 ≤ %v (server histogram buckets)\n", r.TickLatenessP50, r.TickLatenessP99)
+		fmt.Fprintf(w, "server CPU            %.2f cores; %.2f µs per frame delivered; %.0f players per core\n",
+			r.ServerCores, r.MicrosPerFrame, r.PlayersPerCore)
+	} else {
+		fmt.Fprintln(w, "server CPU            unknown (no --metrics URL)")
+	}
+	fmt.Fprintf(w, "load generator CPU    %.2f cores (GOMAXPROCS %d)\n", r.BenchCores, runtime.GOMAXPROCS(0))
+}

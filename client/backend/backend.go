@@ -1,0 +1,250 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/switchboardgg/switchboard/client/rooms"
+)
+
+// maxResponseBytes bounds the body of an answer the client reads.
+const maxResponseBytes = 4 << 20
+
+// Client calls the server API of one Switchboard deployment.
+type Client struct {
+	base string
+	key  string
+	http *http.Client
+}
+
+// New returns a Client for the API at baseURL (such as
+// "http://127.0.0.1:7700") authenticating with serverKey. A nil httpClient
+// means http.DefaultClient.
+func New(baseURL, serverKey string, httpClient *http.Client) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("backend: base URL %q is not an http(s) URL", baseURL)
+	}
+	if serverKey == "" {
+		return nil, errors.New("backend: empty server key")
+	}
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	return &Client{base: strings.TrimRight(baseURL, "/"), key: serverKey, http: httpClient}, nil
+}
+
+// Room is a room object of the API.
+type Room struct {
+	RoomID                 string          `json:"room_id"`
+	Status                 string          `json:"status"` // open, closing, closed
+	State                  string          `json:"state"`  // waiting, playing, ending
+	SyncMode               string          `json:"sync_mode"`
+	TickRate               int             `json:"tick_rate"`
+	MaxPlayers             int             `json:"max_players"`
+	StartMode              string          `json:"start_mode"`
+	Access                 string          `json:"access"`
+	ReconnectWindowSeconds int             `json:"reconnect_window_seconds"`
+	MaxDurationSeconds     int             `json:"max_duration_seconds"`
+	SnapshotIntervalFrames int             `json:"snapshot_interval_frames"`
+	Region                 string          `json:"region,omitempty"`
+	Metadata               json.RawMessage `json:"metadata,omitempty"`
+	CreatedAt              time.Time       `json:"created_at"`
+	NodeID                 string          `json:"node_id"`
+}
+
+// Member is a held seat, as GetRoom lists it.
+type Member struct {
+	Seat     int    `json:"seat"`
+	Username string `json:"username"`
+	Status   string `json:"status"` // joined, online, offline
+}
+
+// CreateRoomRequest is the body of CreateRoom; zero fields take the
+// server's defaults (docs/api.md).
+type CreateRoomRequest struct {
+	RoomID                 string          `json:"room_id,omitempty"`
+	SyncMode               string          `json:"sync_mode,omitempty"`
+	TickRate               int             `json:"tick_rate,omitempty"`
+	MaxPlayers             int             `json:"max_players,omitempty"`
+	StartMode              string          `json:"start_mode,omitempty"`
+	Access                 string          `json:"access,omitempty"`
+	ReconnectWindowSeconds int             `json:"reconnect_window_seconds,omitempty"`
+	MaxDurationSeconds     int             `json:"max_duration_seconds,omitempty"`
+	SnapshotIntervalFrames int             `json:"snapshot_interval_frames,omitempty"`
+	Region                 string          `json:"region,omitempty"`
+	Metadata               json.RawMessage `json:"metadata,omitempty"`
+}
+
+// CreateRoom creates a room and returns it.
+func (c *Client) CreateRoom(ctx context.Context, req CreateRoomRequest) (*Room, error) {
+	var resp struct {
+		Room *Room `json:"room"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/server/v1/game/rooms", req, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Room, nil
+}
+
+// GetRoom returns a room and its members.
+func (c *Client) GetRoom(ctx context.Context, roomID string) (*Room, []Member, error) {
+	var resp struct {
+		Room    *Room    `json:"room"`
+		Members []Member `json:"members"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/server/v1/game/rooms/"+url.PathEscape(roomID), nil, &resp); err != nil {
+		return nil, nil, err
+	}
+	return resp.Room, resp.Members, nil
+}
+
+// ListRooms returns one page of rooms, filtered by status when it is not
+// empty, and the token of the next page ("" after the last).
+func (c *Client) ListRooms(ctx context.Context, status, pageToken string) ([]Room, string, error) {
+	q := url.Values{}
+	if status != "" {
+		q.Set("status", status)
+	}
+	if pageToken != "" {
+		q.Set("page_token", pageToken)
+	}
+	path := "/server/v1/game/rooms"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var resp struct {
+		Rooms         []Room `json:"rooms"`
+		NextPageToken string `json:"next_page_token"`
+	}
+	if err := c.do(ctx, http.MethodGet, path, nil, &resp); err != nil {
+		return nil, "", err
+	}
+	return resp.Rooms, resp.NextPageToken, nil
+}
+
+// TicketRequest is the body of CreateTicket.
+type TicketRequest struct {
+	Username   string `json:"username"`
+	Seat       *int   `json:"seat,omitempty"`
+	TTLSeconds int    `json:"ttl_seconds,omitempty"`
+}
+
+// CreateTicket issues a single-use join ticket ("gtk_…") for a player.
+func (c *Client) CreateTicket(ctx context.Context, roomID string, req TicketRequest) (ticket string, expires time.Time, err error) {
+	var resp struct {
+		Ticket    string    `json:"ticket"`
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/server/v1/game/rooms/"+url.PathEscape(roomID)+"/tickets", req, &resp); err != nil {
+		return "", time.Time{}, err
+	}
+	return resp.Ticket, resp.ExpiresAt, nil
+}
+
+// CreateAuthToken mints an auth token with which username logs in (C0).
+// A ttl of 0 takes the server's default.
+func (c *Client) CreateAuthToken(ctx context.Context, username string, ttl time.Duration) (string, error) {
+	req := struct {
+		Username   string `json:"username"`
+		TTLSeconds int    `json:"ttl_seconds,omitempty"`
+	}{username, int(ttl / time.Second)}
+	var resp struct {
+		AuthToken string `json:"auth_token"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/server/v1/auth-tokens", req, &resp); err != nil {
+		return "", err
+	}
+	return resp.AuthToken, nil
+}
+
+// StartRoom starts a room whose start mode is manual.
+func (c *Client) StartRoom(ctx context.Context, roomID string) (*Room, error) {
+	var resp struct {
+		Room *Room `json:"room"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/server/v1/game/rooms/"+url.PathEscape(roomID)+"/start", struct{}{}, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Room, nil
+}
+
+// CloseRoom ends a room. An empty reason means closed_by_server; result is
+// any JSON for the players (nil for none).
+func (c *Client) CloseRoom(ctx context.Context, roomID, reason string, result json.RawMessage) error {
+	req := struct {
+		Reason string          `json:"reason,omitempty"`
+		Result json.RawMessage `json:"result,omitempty"`
+	}{reason, result}
+	return c.do(ctx, http.MethodPost, "/server/v1/game/rooms/"+url.PathEscape(roomID)+"/close", req, nil)
+}
+
+// Kick removes the player in seat from a room.
+func (c *Client) Kick(ctx context.Context, roomID string, seat int, reason string) error {
+	req := struct {
+		Reason string `json:"reason,omitempty"`
+	}{reason}
+	path := "/server/v1/game/rooms/" + url.PathEscape(roomID) + "/members/" + strconv.Itoa(seat) + "/kick"
+	return c.do(ctx, http.MethodPost, path, req, nil)
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return fmt.Errorf("backend: encode request: %w", err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return fmt.Errorf("backend: %s %s: %w", method, path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("backend: %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return fmt.Errorf("backend: %s %s: read answer: %w", method, path, err)
+	}
+	if resp.StatusCode >= 300 {
+		return apiError(resp.StatusCode, data)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("backend: %s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+func apiError(status int, body []byte) error {
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Details struct {
+				Reason string `json:"reason"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e) // a body that is not the error JSON leaves the fields empty
+	return &rooms.APIError{Status: status, Code: e.Error.Code, Message: e.Error.Message, Reason: e.Error.Details.Reason}
+}
