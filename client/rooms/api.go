@@ -60,6 +60,13 @@ type JoinOptions struct {
 	// characters, the same for every retry and every reconnection of the
 	// attempt, new after an app restart. Empty means a random one.
 	ClientSessionID string
+	// FromStart is for [Client.Connect] only (C1 ignores it): after the
+	// WELCOME of a game already running, request every frame from the first
+	// (FRAME_REQ(1, WELCOME.frame)) instead of starting after WELCOME.frame.
+	// The node answers with a SNAPSHOT first when the early frames are no
+	// longer kept. For a player who joins late, or comes back after an app
+	// restart without game state.
+	FromStart bool
 }
 
 // CurrentResult is the answer of [Client.Current]: the room this login

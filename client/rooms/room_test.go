@@ -80,6 +80,42 @@ func TestFramesInOrderWithFrameReq(t *testing.T) {
 	}
 }
 
+func TestConnectFromStart(t *testing.T) {
+	c, _, node, _ := setup(t, nil)
+	done := make(chan *Room, 1)
+	go func() {
+		r, err := c.Connect(t.Context(), "r1", JoinOptions{FromStart: true})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	nc := node.next()
+	nc.send(t, welcome(500, "rt-1"))
+	r := recv(t, done, "Connect")
+	if r == nil {
+		return
+	}
+	defer r.Close()
+	req := nc.recvType(t, roomwire.TypeFrameReq).(*roomwire.FrameReq)
+	if req.From != 1 || req.To != 500 {
+		t.Fatalf("FRAME_REQ(%d, %d), want (1, 500)", req.From, req.To)
+	}
+	nc.send(t, &roomwire.Snapshot{Frame: 400, Data: []byte("s")})
+	var batch []roomwire.TickFrame
+	for n := uint32(401); n <= 500; n++ {
+		batch = append(batch, tick(n))
+	}
+	nc.send(t, &roomwire.FrameBatch{Frames: batch})
+	if f := recv(t, r.Frames(), "restore"); !f.Restore || f.Number != 400 {
+		t.Fatalf("first frame %+v, want a restore at 400", f)
+	}
+	got := frameNumbers(t, r, 100)
+	if got[0] != 401 || got[99] != 500 {
+		t.Errorf("frames %d..%d, want 401..500", got[0], got[99])
+	}
+}
+
 func TestFrameInputsAreOwned(t *testing.T) {
 	c, _, node, _ := setup(t, nil)
 	r, nc := connect(t, c, node, welcome(0, "rt-1"))

@@ -41,6 +41,14 @@ func (c *Client) Connect(ctx context.Context, roomID string, opts JoinOptions) (
 	}
 	r.asm = frameassembly.New(w.Frame)
 	r.lastFrame.Store(w.Frame)
+	if opts.FromStart && w.Frame > 0 {
+		r.asm.Reset(0)
+		r.lastFrame.Store(0)
+		if req, ok := r.asm.CatchUp(w.Frame); ok {
+			_ = conn.sendFrameReq(req) // the queue is empty: cannot fail
+			r.stats.frameReqs.Add(1)
+		}
+	}
 	r.welcome(w)
 	r.setConn(conn) // sends queue up until the writer starts
 	r.log.Debug("rooms: connected", "seat", w.Seat, "frame", w.Frame)
