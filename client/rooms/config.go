@@ -27,8 +27,8 @@ const (
 	DefaultHTTPTimeout       = 15 * time.Second
 	DefaultRefreshBefore     = time.Minute
 	DefaultReconnectWindow   = 60 * time.Second // when Join does not say
-	DefaultFrameBuffer       = 256
-	DefaultEventBuffer       = 64
+	DefaultFrameBuffer       = 64               // about a second at 60 ticks/s; a full FRAME_BATCH waits on the game
+	DefaultEventBuffer       = 32
 	DefaultMaxSendQueueBytes = 256 << 10
 	DefaultMaxMessageSize    = 1 << 20
 	DefaultMaxResponseBytes  = 1 << 20
@@ -76,10 +76,10 @@ type Config struct {
 	ReconnectWindow time.Duration
 
 	// FrameBuffer is the capacity of Room.Frames. Zero means
-	// DefaultFrameBuffer (256).
+	// DefaultFrameBuffer (64).
 	FrameBuffer int
 	// EventBuffer is the capacity of Room.Events. Zero means
-	// DefaultEventBuffer (64).
+	// DefaultEventBuffer (32).
 	EventBuffer int
 	// MaxSendQueueBytes caps the bytes waiting for the socket; sends beyond
 	// it fail with ErrSendQueueFull. Zero means DefaultMaxSendQueueBytes

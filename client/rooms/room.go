@@ -23,19 +23,20 @@ type Frame struct {
 	// Number is the frame number. For a restore, it is the frame the
 	// snapshot stands at; the next Frame is Number + 1.
 	Number uint32
-	// Inputs holds the seats that sent an input for this frame; empty when
-	// nobody did. Nil for a restore.
-	Inputs []Input
 	// Restore reports a SNAPSHOT from the node: the frames the game missed
 	// are no longer kept, so it must replace its state with Snapshot, the
 	// state after frame Number, and go on with the frames that follow.
-	Restore  bool
-	Snapshot []byte
+	Restore bool
 	// SnapshotDue is set when this client is the room's snapshot provider
 	// and Number is a multiple of Config.SnapshotInterval: after applying
 	// this frame, send the state with [Room.PutSnapshot] (unless
 	// Config.SnapshotFunc does it).
 	SnapshotDue bool
+	// Inputs holds the seats that sent an input for this frame; empty when
+	// nobody did. Nil for a restore.
+	Inputs []Input
+	// Snapshot is the game state of a restore; nil otherwise.
+	Snapshot []byte
 }
 
 // EventKind says what an [Event] reports.
