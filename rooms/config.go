@@ -75,9 +75,10 @@ type Config struct {
 	// Workers is the number of tick scheduler goroutines [Engine.Run]
 	// starts. Zero means runtime.GOMAXPROCS(0).
 	Workers int
-	// ObserveTick, when set, receives the duration of every room tick run
-	// by the scheduler. It must not block or allocate.
-	ObserveTick func(time.Duration)
+	// ObserveTick, when set, receives for every room tick the scheduler
+	// runs how late it started (after its due time) and how long it took.
+	// It must not block or allocate.
+	ObserveTick func(lateness, duration time.Duration)
 }
 
 // SyncMode is a room's sync mode: lockstep frames or message relay.

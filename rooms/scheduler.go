@@ -82,11 +82,11 @@ func (w *worker) run(ctx context.Context) {
 
 		for len(w.heap) > 0 && w.heap[0].at <= now+tickSlack {
 			e := &w.heap[0]
-			t0 := time.Now()
+			start := time.Since(base)
 			alive := e.r.Tick(w.e.cfg.Now())
 			now = time.Since(base)
 			if observe != nil {
-				observe(time.Since(t0))
+				observe(max(start-e.at, 0), now-start)
 			}
 			if !alive {
 				w.pop()

@@ -1,0 +1,136 @@
+package node
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchboardgg/switchboard/backbone"
+	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+// Subprotocol is the WebSocket subprotocol a client must offer.
+const Subprotocol = "im.game.v1"
+
+// Path is where the node serves WebSocket connections.
+const Path = "/game/v1/ws"
+
+// Defaults of [Config].
+const (
+	// DefaultMaxRooms bounds the rooms one node runs.
+	DefaultMaxRooms = rooms.DefaultMaxRooms
+	// DefaultMaxConnections bounds the WebSocket connections of one node,
+	// handshaking ones included. Upgrades beyond it get HTTP 503.
+	DefaultMaxConnections = 50000
+	// DefaultSendQueueDepth is the number of messages queued for one
+	// connection; a connection whose queue is full is dropped (it may
+	// resume). A resume catch-up takes up to 14 of them.
+	DefaultSendQueueDepth = 256
+	// DefaultHandshakeTimeout bounds the time from accepting a connection
+	// to its handshake message (the seed's 10 s).
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultIdleTimeout drops a connection that sent no im.game.v1
+	// message for this long (the seed's 10 s).
+	DefaultIdleTimeout = 10 * time.Second
+	// DefaultWriteTimeout bounds one write to a connection.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultCloseWait is how long the node waits for the client's close
+	// frame after sending its own.
+	DefaultCloseWait = time.Second
+	// DefaultReadLimit is the largest WebSocket message accepted, above
+	// the largest valid im.game.v1 message (SNAPSHOT_PUT: 1+4+3+65536
+	// bytes). A bigger message closes the connection (1009); a smaller one
+	// over the protocol caps is an invalid message.
+	DefaultReadLimit = 72 << 10
+	// DefaultReadRate is the bytes per second a connection may send on
+	// average; a faster client is slowed down (its reads wait), never
+	// dropped.
+	DefaultReadRate = 512 << 10
+	// DefaultReadBurst is the bytes a connection may send at once above
+	// DefaultReadRate.
+	DefaultReadBurst = 256 << 10
+	// DefaultMaxTicketCache bounds the connect-ticket ids remembered
+	// until they expire (single use). When it is full, handshakes get
+	// ERROR 2 until ids expire.
+	DefaultMaxTicketCache = 1 << 18
+	// DefaultHeartbeat is the interval of the node's registry heartbeat.
+	DefaultHeartbeat = 5 * time.Second
+	// DefaultMaxPendingUpdates bounds the record updates queued for the
+	// shared KV; beyond it updates are dropped and logged.
+	DefaultMaxPendingUpdates = 1 << 16
+	// DefaultUpdateTimeout bounds one record update.
+	DefaultUpdateTimeout = 5 * time.Second
+)
+
+// Config configures a [Server]. Only Signer is required; the zero value of
+// every other field works.
+type Config struct {
+	// ID is the node id: the registry key and the command subjects.
+	// Empty means "node-" and a random suffix.
+	ID string
+	// WSURL is the WebSocket URL advertised in the registry. Empty means
+	// ws://<address of the first listener>/game/v1/ws.
+	WSURL string
+	// Region and Version are advertised in the registry.
+	Region, Version string
+
+	// Signer verifies connect tickets and signs resume tokens, with the
+	// deployment's signing key (roomdb.DB.SigningKey). Required.
+	Signer *tokens.Signer
+	// DB receives the records' updates (seats online/offline/released,
+	// room state) and the registry heartbeats. Nil means neither.
+	DB *roomdb.DB
+	// Backbone serves the commands from control. Nil means the node
+	// takes no commands (rooms are created through [Server.Admit] only).
+	Backbone *backbone.Conn
+
+	// Logger receives the node's logs. Nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the node's metrics. Nil means they are not
+	// registered.
+	Registerer prometheus.Registerer
+	// Now returns the current time for tickets and the room rules. Nil
+	// means time.Now. Socket deadlines always use real time.
+	Now func() time.Time
+
+	// MaxRooms bounds the rooms. Zero means DefaultMaxRooms.
+	MaxRooms int
+	// MaxConnections bounds the connections. Zero means
+	// DefaultMaxConnections.
+	MaxConnections int
+	// SendQueueDepth is the per-connection queue, in messages. Zero means
+	// DefaultSendQueueDepth; at least 32.
+	SendQueueDepth int
+	// HandshakeTimeout: zero means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// IdleTimeout: zero means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// WriteTimeout: zero means DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// CloseWait: zero means DefaultCloseWait.
+	CloseWait time.Duration
+	// ReadLimit in bytes: zero means DefaultReadLimit; at least the
+	// largest valid message.
+	ReadLimit int
+	// ReadRate and ReadBurst in bytes: zero means DefaultReadRate and
+	// DefaultReadBurst; ReadBurst is at least ReadLimit.
+	ReadRate, ReadBurst int
+	// MaxTicketCache: zero means DefaultMaxTicketCache.
+	MaxTicketCache int
+	// Heartbeat: zero means DefaultHeartbeat.
+	Heartbeat time.Duration
+	// MaxPendingUpdates: zero means DefaultMaxPendingUpdates.
+	MaxPendingUpdates int
+
+	// Rooms tunes the room engine (retention, connect timeout, close
+	// linger, scheduler workers...). The node sets its Now, Logger,
+	// Tokens, Header, Observer, ObserveTick and MaxRooms itself.
+	Rooms rooms.Config
+}
+
+// maxMessage is the largest valid im.game.v1 message: SNAPSHOT_PUT with
+// 65536 bytes of data.
+const maxMessage = 1 + 4 + 3 + 65536

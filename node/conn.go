@@ -1,0 +1,494 @@
+package node
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gobwas/ws"
+	"golang.org/x/time/rate"
+
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
+	"github.com/switchboardgg/switchboard/rooms"
+)
+
+// invalidLimit is the number of invalid messages in a row that close a
+// connection with ERROR 6.
+const invalidLimit = 3
+
+// conn is one WebSocket connection. The handler goroutine of ServeHTTP is
+// its reader; it starts one writer goroutine and joins it before
+// returning. conn implements rooms.Peer.
+type conn struct {
+	// immutable after newConn
+	s          *Server
+	nc         net.Conn
+	br         *bufio.Reader
+	id         uint64
+	wake       chan struct{} // capacity 1: the writer has work
+	readerDone chan struct{} // closed when the reader stops
+	writerDone chan struct{} // closed when the writer has closed nc
+
+	bound      atomic.Bool // has a seat (drain reaches it through its room)
+	closing    atomic.Bool // mirror of q.closing for the reader
+	peerClosed atomic.Bool // the reader got the client's close frame
+	atBoundary atomic.Bool // the reader stopped between two frames
+
+	// owned by the reader goroutine
+	log      *slog.Logger
+	link     *rooms.Link
+	hdr      [ws.MaxHeaderSize - 2]byte
+	ctl      [ws.MaxControlFramePayloadSize]byte
+	buf      []byte // the message being read, unmasked
+	invalid  int    // invalid messages in a row
+	lastMsg  time.Time
+	deadline time.Time // when the read deadline was last pushed
+	lim      *rate.Limiter
+	input    roomwire.Input
+	custom   roomwire.Custom
+	req      roomwire.FrameReq
+	snap     roomwire.SnapshotPut
+	ping     roomwire.Ping
+	pong     roomwire.Pong
+	empty    struct {
+		ready roomwire.Ready
+		start roomwire.Start
+		leave roomwire.Leave
+	}
+
+	mu sync.Mutex // guards q
+	q  sendQueue
+}
+
+// sendQueue is the bounded queue between the room (and the reader) and the
+// writer goroutine.
+type sendQueue struct {
+	ring      []*rooms.Msg
+	head, n   int
+	final     *rooms.Msg
+	closing   bool          // no more Sends: write final and a close frame, then close
+	closeCode ws.StatusCode // of that close frame
+	overflow  bool          // a Send found the queue full: close without writing
+	pong      []byte        // payload of a WebSocket ping to answer
+	hasPong   bool
+	reason    string // first reason the connection is ending, for the metric
+}
+
+func newConn(s *Server, nc net.Conn, br *bufio.Reader) *conn {
+	id := s.connSeq.Add(1)
+	c := &conn{
+		s:          s,
+		nc:         nc,
+		br:         br,
+		id:         id,
+		wake:       make(chan struct{}, 1),
+		readerDone: make(chan struct{}),
+		writerDone: make(chan struct{}),
+		log:        s.log.With("conn", id),
+		lim:        rate.NewLimiter(rate.Limit(s.cfg.ReadRate), s.cfg.ReadBurst),
+	}
+	c.q.ring = make([]*rooms.Msg, s.cfg.SendQueueDepth)
+	return c
+}
+
+func (c *conn) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Send implements rooms.Peer: it queues m, or reports false when the
+// queue is full (the connection is then dropped) or closing.
+func (c *conn) Send(m *rooms.Msg) bool {
+	return c.enqueue(m, true)
+}
+
+// enqueue queues m; a full queue marks the connection overflowed when
+// dropOnFull, otherwise m is just not sent.
+func (c *conn) enqueue(m *rooms.Msg, dropOnFull bool) bool {
+	c.mu.Lock()
+	q := &c.q
+	if q.closing {
+		c.mu.Unlock()
+		return false
+	}
+	if q.n == len(q.ring) {
+		if dropOnFull {
+			q.overflow, q.closing = true, true
+			c.closing.Store(true)
+			if q.reason == "" {
+				q.reason = discSlow
+			}
+		}
+		c.mu.Unlock()
+		c.signal()
+		return false
+	}
+	m.Retain()
+	i := q.head + q.n
+	if i >= len(q.ring) {
+		i -= len(q.ring)
+	}
+	q.ring[i] = m
+	q.n++
+	c.mu.Unlock()
+	c.signal()
+	return true
+}
+
+// Close implements rooms.Peer: the writer sends what is queued, then final
+// and a close frame, and closes the connection.
+func (c *conn) Close(final *rooms.Msg) {
+	c.closeWith(final, ws.StatusNormalClosure, discServer)
+}
+
+func (c *conn) closeWith(final *rooms.Msg, code ws.StatusCode, reason string) {
+	c.mu.Lock()
+	if c.q.closing {
+		c.mu.Unlock()
+		return
+	}
+	c.q.closing, c.q.closeCode = true, code
+	if c.q.reason == "" {
+		c.q.reason = reason
+	}
+	if final != nil {
+		final.Retain()
+		c.q.final = final
+	}
+	c.closing.Store(true)
+	c.mu.Unlock()
+	c.signal()
+}
+
+// kill closes the socket at once (Server.Close).
+func (c *conn) kill(reason string) {
+	c.mu.Lock()
+	if c.q.reason == "" {
+		c.q.reason = reason
+	}
+	c.mu.Unlock()
+	c.nc.Close()
+}
+
+// setReason records why the connection ends, unless a reason is known.
+func (c *conn) setReason(r string) {
+	c.mu.Lock()
+	if c.q.reason == "" {
+		c.q.reason = r
+	}
+	c.mu.Unlock()
+}
+
+// serve runs the connection: the writer in a goroutine, the reader here.
+func (c *conn) serve() {
+	go c.writeLoop()
+	reason, code := c.readLoop()
+	c.setReason(reason)
+	if c.link != nil {
+		r := rooms.ReasonNetwork
+		if reason == discIdle {
+			r = rooms.ReasonTimeout
+		}
+		c.link.Disconnected(r)
+	}
+	c.closeWith(nil, code, reason)
+	close(c.readerDone)
+	<-c.writerDone
+	c.mu.Lock()
+	reason = c.q.reason
+	c.mu.Unlock()
+	c.s.m.disc[reason].Inc()
+	c.log.Debug("connection closed", "reason", reason)
+}
+
+// readLoop reads messages until the connection fails or closes, and
+// returns why, with the close code to send.
+func (c *conn) readLoop() (string, ws.StatusCode) {
+	_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.HandshakeTimeout))
+	handshaken := false
+	for {
+		op, p, err := c.readMessage(handshaken)
+		if err != nil {
+			return c.readError(err, handshaken)
+		}
+		if c.closing.Load() || op != ws.OpBinary {
+			continue // text frames are ignored; nothing is read after a final message
+		}
+		if handshaken {
+			c.dispatch(p)
+			continue
+		}
+		if c.handshake(p) {
+			handshaken = true
+			now := time.Now()
+			c.lastMsg, c.deadline = now, now
+			_ = c.nc.SetReadDeadline(now.Add(c.s.cfg.IdleTimeout))
+		}
+	}
+}
+
+var (
+	errPeerClose = errors.New("node: close frame")
+	errIdle      = errors.New("node: idle timeout")
+	errTooBig    = errors.New("node: message too big")
+	errProtocol  = errors.New("node: websocket protocol error")
+)
+
+// closeError carries the status code of a client's close frame.
+type closeError struct{ code ws.StatusCode }
+
+func (e closeError) Error() string        { return errPeerClose.Error() }
+func (e closeError) Is(target error) bool { return target == errPeerClose }
+
+func (c *conn) readError(err error, handshaken bool) (string, ws.StatusCode) {
+	var ce closeError
+	var ne net.Error
+	switch {
+	case errors.As(err, &ce):
+		c.peerClosed.Store(true)
+		code := ce.code
+		if code == 0 || code == ws.StatusNoStatusRcvd {
+			code = ws.StatusNormalClosure
+		}
+		return discClient, code
+	case errors.Is(err, errIdle):
+		c.atBoundary.Store(true)
+		return discIdle, ws.StatusNormalClosure
+	case errors.Is(err, errTooBig):
+		return discTooBig, ws.StatusMessageTooBig
+	case errors.Is(err, errProtocol):
+		return discProtocol, ws.StatusProtocolError
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return discClient, ws.StatusNormalClosure
+	case !handshaken && errors.As(err, &ne) && ne.Timeout():
+		c.atBoundary.Store(true) // only await waits without a frame begun
+		return discHandshakeTimout, ws.StatusNormalClosure
+	}
+	return discNetwork, ws.StatusNormalClosure
+}
+
+// dispatch handles one message after the handshake.
+func (c *conn) dispatch(p []byte) {
+	m := c.s.m
+	t, err := roomwire.Peek(p)
+	if errors.Is(err, roomwire.ErrUnknownType) {
+		m.in[p[0]].Inc() // ignored; neither valid nor invalid
+		return
+	}
+	if err == nil {
+		m.in[t].Inc()
+		l := c.link
+		switch t {
+		case roomwire.TypeInput:
+			if err = c.input.Unmarshal(p); err == nil {
+				l.Input(c.input.Data)
+			}
+		case roomwire.TypeFrameReq:
+			if err = c.req.Unmarshal(p); err == nil {
+				l.FrameReq(c.req.From, c.req.To)
+			}
+		case roomwire.TypeCustom:
+			if err = c.custom.Unmarshal(p); err == nil {
+				l.Custom(c.custom.To, c.custom.Reliable, c.custom.Data)
+			}
+		case roomwire.TypeReady:
+			if err = c.empty.ready.Unmarshal(p); err == nil {
+				l.Ready()
+			}
+		case roomwire.TypeStart:
+			err = c.empty.start.Unmarshal(p) // not accepted from clients yet
+		case roomwire.TypeSnapshotPut:
+			if err = c.snap.Unmarshal(p); err == nil {
+				l.SnapshotPut(c.snap.Frame, c.snap.Data)
+			}
+		case roomwire.TypePing:
+			if err = c.ping.Unmarshal(p); err == nil {
+				c.pong.ClientMS, c.pong.ServerMS = c.ping.ClientMS, uint64(c.s.cfg.Now().UnixMilli())
+				if pm, perr := c.s.engine.Encode(&c.pong); perr == nil {
+					c.enqueue(pm, false)
+					pm.Release()
+				}
+			}
+		case roomwire.TypeLeave:
+			if err = c.empty.leave.Unmarshal(p); err == nil {
+				l.Leave()
+			}
+		default: // a node-to-client type, or HELLO/RESUME after the handshake
+			err = errWrongDirection
+		}
+	}
+	if err == nil {
+		c.invalid = 0
+		return
+	}
+	m.invalidMsgs.Inc()
+	c.invalid++
+	if c.invalid >= invalidLimit {
+		em := c.s.engine.ErrorMsg(roomwire.CodeProtocolUnsupported, "", nil)
+		c.closeWith(em, ws.StatusNormalClosure, discInvalid)
+		em.Release()
+	}
+}
+
+var errWrongDirection = errors.New("node: message type not sent by clients")
+
+// writeLoop writes queued messages, each batch with one writev, until the
+// connection closes.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	defer c.nc.Close()
+	var (
+		batch   []*rooms.Msg
+		iov     net.Buffers
+		pong    [2 + ws.MaxControlFramePayloadSize]byte
+		closeFr [4]byte
+		wset    time.Time // when the write deadline was last pushed
+		rdone   bool
+	)
+	release := func() {
+		for i, m := range batch {
+			m.Release()
+			batch[i] = nil
+		}
+		batch = batch[:0]
+	}
+	defer func() { // drop whatever is left
+		c.mu.Lock()
+		c.q.closing = true
+		for c.q.n > 0 {
+			batch = append(batch, c.q.ring[c.q.head])
+			c.q.ring[c.q.head] = nil
+			c.q.head = (c.q.head + 1) % len(c.q.ring)
+			c.q.n--
+		}
+		if c.q.final != nil {
+			batch = append(batch, c.q.final)
+			c.q.final = nil
+		}
+		c.mu.Unlock()
+		release()
+	}()
+	for {
+		select {
+		case <-c.wake:
+		case <-c.readerDone:
+			rdone = true
+		}
+		c.mu.Lock()
+		q := &c.q
+		for q.n > 0 {
+			batch = append(batch, q.ring[q.head])
+			q.ring[q.head] = nil
+			q.head++
+			if q.head == len(q.ring) {
+				q.head = 0
+			}
+			q.n--
+		}
+		q.head = 0
+		closing, overflow, code, final := q.closing, q.overflow, q.closeCode, q.final
+		q.final = nil
+		np := 0
+		if q.hasPong {
+			pong[0], pong[1] = 0x8A, byte(len(q.pong))
+			np = 2 + copy(pong[2:], q.pong)
+			q.hasPong = false
+		}
+		c.mu.Unlock()
+		if overflow {
+			if final != nil {
+				final.Release()
+			}
+			return
+		}
+		iov = iov[:0]
+		for _, m := range batch {
+			iov = append(iov, m.Wire())
+		}
+		if np > 0 {
+			iov = append(iov, pong[:np])
+		}
+		if final != nil {
+			batch = append(batch, final)
+			iov = append(iov, final.Wire())
+		}
+		if closing {
+			closeFr[0], closeFr[1], closeFr[2], closeFr[3] = 0x88, 2, byte(code>>8), byte(code)
+			iov = append(iov, closeFr[:])
+		}
+		if len(iov) > 0 {
+			if now := time.Now(); now.Sub(wset) > c.s.cfg.WriteTimeout/4 {
+				_ = c.nc.SetWriteDeadline(now.Add(c.s.cfg.WriteTimeout))
+				wset = now
+			}
+			out := c.s.m.out
+			for _, m := range batch {
+				t := m.Type()
+				out[t].Inc()
+				if t == roomwire.TypeError {
+					c.s.m.errs[m.Payload()[1]].Inc()
+				}
+			}
+			if _, err := iov.WriteTo(c.nc); err != nil {
+				c.setReason(discNetwork)
+				release()
+				return
+			}
+		}
+		release()
+		if closing {
+			c.linger()
+			return
+		}
+		if rdone {
+			return
+		}
+	}
+}
+
+// maxLingerBytes bounds what linger reads and drops.
+const maxLingerBytes = 1 << 20
+
+// linger ends a connection after the node's close frame: the write side
+// is shut, and the node keeps reading (and dropping) until the client
+// closes too or CloseWait passes, so that unread bytes do not turn the
+// close into a reset that could destroy the final messages in flight.
+func (c *conn) linger() {
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	deadline := time.Now().Add(c.s.cfg.CloseWait)
+	t := time.NewTimer(c.s.cfg.CloseWait)
+	defer t.Stop()
+	select {
+	case <-c.readerDone: // the reader stopped; read what is left here
+	case <-t.C:
+		return
+	}
+	if c.peerClosed.Load() {
+		return // the client's close frame came: it sends nothing more
+	}
+	_ = c.nc.SetReadDeadline(deadline)
+	if !c.atBoundary.Load() { // the stream is mid-frame: drop bytes
+		_, _ = io.CopyN(io.Discard, c.br, maxLingerBytes)
+		return
+	}
+	for n := int64(0); n < maxLingerBytes; { // drop frames until the client's close frame
+		h, err := ws.ReadHeaderBuffer(c.br, c.hdr[:])
+		if err != nil || h.OpCode == ws.OpClose {
+			return
+		}
+		k, err := io.CopyN(io.Discard, c.br, h.Length)
+		if err != nil {
+			return
+		}
+		n += k
+	}
+}

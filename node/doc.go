@@ -1,0 +1,55 @@
+// Package node is the Switchboard game node: it serves im.game.v1 over
+// WebSocket at GET /game/v1/ws (subprotocol im.game.v1), verifies the
+// handshake, feeds the messages of each connection to its room in package
+// rooms, executes the commands of the control plane that arrive over NATS
+// (admit, start, close, kick, leave, drain) and keeps its entry in the node
+// registry alive.
+//
+// It does not own the room rules (package rooms), the wire format (package
+// roomwire) or any HTTP API (package control).
+//
+// # Connections
+//
+// A connection must send its handshake within Config.HandshakeTimeout:
+// HELLO with a connect ticket (checked in this order: signature → ERROR 1,
+// expiry → ERROR 2, already used → ERROR 2, room not on this node or ended
+// → ERROR 3, seat → ERROR 4 room_full or 5 seat_taken) or RESUME with a
+// resume token (ERROR 11 unless it is the seat's current one); anything
+// malformed is ERROR 6. The node answers WELCOME, or ERROR and closes.
+// After that every binary message is one im.game.v1 message; text frames
+// and messages of unknown types are ignored, three invalid messages in a row
+// close with ERROR 6, PING is answered with PONG at once, and a connection
+// that sends no message for Config.IdleTimeout is dropped (WebSocket control
+// frames do not count).
+//
+// Each connection has a reader (the HTTP handler's goroutine) and a writer
+// goroutine with a bounded queue (Config.SendQueueDepth messages). The
+// rooms put the same pre-framed bytes ([rooms.Msg.Wire]: an unmasked
+// WebSocket header and the message, built once per room per tick) in every
+// queue; the writer sends each batch with one writev. A connection whose
+// queue is full is dropped and counted (slow_consumer); the player may
+// resume. A final ERROR goes out after the queue, past its bound, followed
+// by a close frame.
+//
+// # Goroutines and lifecycle
+//
+// New starts nothing. Serve runs, besides the HTTP server: the rooms'
+// tick scheduler ([rooms.Engine.Run]), the worker that writes the rooms'
+// state changes to the records (roomdb.DB.UpdateRoom), the registry
+// heartbeat (roomdb.DB.PutNode every Config.Heartbeat) and the command
+// subscriptions (roomdb.ServeCommands). Shutdown drains (ERROR 10 to every
+// connection, registry entry marked draining), waits for the connections and
+// the record updates, then stops everything; Close stops everything at once.
+// Both join every goroutine and remove the registry entry. Serve closes no
+// listener it was not given; Shutdown and Close close the given ones.
+//
+// # Metrics
+//
+// When Config.Registerer is set: switchboard_node_rooms{state},
+// switchboard_node_connections, switchboard_node_messages_in_total{type},
+// switchboard_node_messages_out_total{type},
+// switchboard_node_errors_total{code},
+// switchboard_node_disconnects_total{reason},
+// switchboard_node_tick_duration_seconds and
+// switchboard_node_tick_lateness_seconds.
+package node

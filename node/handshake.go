@@ -1,0 +1,124 @@
+package node
+
+import (
+	"container/heap"
+	"errors"
+	"sync"
+
+	"github.com/gobwas/ws"
+
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
+	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+// handshake answers the first binary message of a connection (seed
+// "连接与握手"): WELCOME, sent by the room, when it seats the connection,
+// otherwise ERROR and close. It reports whether the connection is seated.
+func (c *conn) handshake(p []byte) bool {
+	s := c.s
+	hs, err := roomwire.ParseHandshake(p)
+	if err != nil {
+		return c.reject(roomwire.CodeProtocolUnsupported, err)
+	}
+	if s.draining.Load() {
+		return c.reject(roomwire.CodeNodeDraining, nil)
+	}
+	var link *rooms.Link
+	switch hs.Kind {
+	case roomwire.KindHello:
+		now := s.cfg.Now()
+		t, err := s.cfg.Signer.VerifyConnectTicket(string(hs.Token), now)
+		switch {
+		case errors.Is(err, tokens.ErrExpired):
+			return c.reject(roomwire.CodeTicketExpired, err)
+		case err != nil || t.ID == "":
+			return c.reject(roomwire.CodeTicketInvalid, err)
+		case !s.tickets.use(t.ID, t.ExpiresMS, now.UnixMilli()):
+			return c.reject(roomwire.CodeTicketExpired, errTicketUsed)
+		}
+		r := s.engine.Room(t.RoomID)
+		if r == nil {
+			return c.reject(roomwire.CodeRoomNotFound, nil)
+		}
+		if link, err = r.Join(t.Seat, t.SessionID, c); err != nil {
+			return c.reject(rooms.Code(err), err)
+		}
+	case roomwire.KindResume:
+		t, err := s.cfg.Signer.VerifyResumeToken(string(hs.Token))
+		if err != nil {
+			return c.reject(roomwire.CodeResumeRejected, err)
+		}
+		r := s.engine.Room(t.RoomID)
+		if r == nil {
+			return c.reject(roomwire.CodeRoomNotFound, nil)
+		}
+		if link, err = r.Resume(t, hs.Resume.LastFrame, c); err != nil {
+			return c.reject(rooms.Code(err), err)
+		}
+	}
+	c.link = link
+	c.bound.Store(true)
+	c.log = c.log.With("room", link.Room().ID(), "seat", link.Seat())
+	c.log.Debug("seated", "kind", hs.Kind)
+	return true
+}
+
+var errTicketUsed = errors.New("node: connect ticket already used")
+
+// reject sends ERROR code and closes the connection.
+func (c *conn) reject(code uint8, why error) bool {
+	c.log.Debug("handshake rejected", "code", roomwire.CodeName(code), "err", why) // never the token
+	m := c.s.engine.ErrorMsg(code, "", nil)
+	c.closeWith(m, ws.StatusNormalClosure, discHandshake)
+	m.Release()
+	return false
+}
+
+// ticketCache remembers the ids of used connect tickets until they expire,
+// so that each ticket seats one connection.
+type ticketCache struct {
+	mu   sync.Mutex
+	max  int
+	seen map[string]struct{}
+	exp  expHeap
+}
+
+func newTicketCache(n int) *ticketCache {
+	return &ticketCache{max: n, seen: make(map[string]struct{})}
+}
+
+// use records id, valid until expMS, and reports whether it was unused and
+// the cache had room for it.
+func (t *ticketCache) use(id string, expMS, nowMS int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for len(t.exp) > 0 && t.exp[0].exp <= nowMS {
+		delete(t.seen, t.exp[0].id)
+		heap.Pop(&t.exp)
+	}
+	if _, ok := t.seen[id]; ok || len(t.seen) >= t.max {
+		return false
+	}
+	t.seen[id] = struct{}{}
+	heap.Push(&t.exp, expEntry{id: id, exp: expMS})
+	return true
+}
+
+type expEntry struct {
+	id  string
+	exp int64
+}
+
+type expHeap []expEntry
+
+func (h expHeap) Len() int           { return len(h) }
+func (h expHeap) Less(i, j int) bool { return h[i].exp < h[j].exp }
+func (h expHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *expHeap) Push(x any)        { *h = append(*h, x.(expEntry)) }
+func (h *expHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}

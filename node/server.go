@@ -1,0 +1,433 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gobwas/ws"
+
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
+	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+// Server is a game node: it serves im.game.v1 over WebSocket, runs the rooms
+// in a [rooms.Engine], executes the commands of control (it implements
+// roomdb.CommandHandler) and keeps its registry entry alive.
+type Server struct {
+	// immutable after New
+	cfg     Config
+	log     *slog.Logger
+	engine  *rooms.Engine
+	m       *metrics
+	tickets *ticketCache
+	records *recordQueue
+	mux     *http.ServeMux
+	started time.Time
+
+	nconns   atomic.Int64
+	connSeq  atomic.Uint64
+	draining atomic.Bool
+
+	startOnce sync.Once
+	startErr  error
+
+	mu       sync.Mutex
+	closed   bool
+	servers  []*http.Server
+	conns    map[*conn]struct{}
+	wsURL    string
+	stopCmds func() error
+	cancel   context.CancelFunc
+
+	bg     sync.WaitGroup // engine, record worker, heartbeat
+	connWG sync.WaitGroup // connection handlers (each joins its writer)
+}
+
+// New returns a node for cfg. It starts nothing: [Server.Serve] does.
+func New(cfg Config) (*Server, error) {
+	if cfg.Signer == nil {
+		return nil, errors.New("node: Config.Signer is required")
+	}
+	if cfg.ID == "" {
+		cfg.ID = "node-" + tokens.Random(6)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	setInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setInt(&cfg.MaxRooms, DefaultMaxRooms)
+	setInt(&cfg.MaxConnections, DefaultMaxConnections)
+	setInt(&cfg.SendQueueDepth, DefaultSendQueueDepth)
+	setInt(&cfg.ReadLimit, DefaultReadLimit)
+	setInt(&cfg.ReadRate, DefaultReadRate)
+	setInt(&cfg.ReadBurst, DefaultReadBurst)
+	setInt(&cfg.MaxTicketCache, DefaultMaxTicketCache)
+	setInt(&cfg.MaxPendingUpdates, DefaultMaxPendingUpdates)
+	setDur(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
+	setDur(&cfg.IdleTimeout, DefaultIdleTimeout)
+	setDur(&cfg.WriteTimeout, DefaultWriteTimeout)
+	setDur(&cfg.CloseWait, DefaultCloseWait)
+	setDur(&cfg.Heartbeat, DefaultHeartbeat)
+	switch {
+	case cfg.MaxRooms < 0 || cfg.MaxConnections < 0 || cfg.ReadRate < 0 || cfg.MaxTicketCache < 0 || cfg.MaxPendingUpdates < 0:
+		return nil, errors.New("node: negative limit in config")
+	case cfg.HandshakeTimeout < 0 || cfg.IdleTimeout < 0 || cfg.WriteTimeout < 0 || cfg.CloseWait < 0 || cfg.Heartbeat < 0:
+		return nil, errors.New("node: negative duration in config")
+	case cfg.SendQueueDepth < 32:
+		return nil, fmt.Errorf("node: SendQueueDepth %d is below 32", cfg.SendQueueDepth)
+	case cfg.ReadLimit < maxMessage:
+		return nil, fmt.Errorf("node: ReadLimit %d is below the largest valid message (%d)", cfg.ReadLimit, maxMessage)
+	}
+	cfg.ReadBurst = max(cfg.ReadBurst, cfg.ReadLimit+ws.MaxHeaderSize)
+
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		tickets: newTicketCache(cfg.MaxTicketCache),
+		conns:   make(map[*conn]struct{}),
+		wsURL:   cfg.WSURL,
+	}
+	s.records = newRecordQueue(cfg.DB, cfg.MaxPendingUpdates, cfg.Now, cfg.Logger)
+	rc := cfg.Rooms
+	rc.Now = cfg.Now
+	rc.Logger = cfg.Logger
+	rc.Tokens = cfg.Signer
+	rc.Header = wsHeader
+	rc.Observer = s.records
+	rc.MaxRooms = cfg.MaxRooms
+	s.m = newMetrics(s)
+	rc.ObserveTick = s.m.observeTick
+	eng, err := rooms.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	s.engine = eng
+	if err := s.m.register(cfg.Registerer); err != nil {
+		s.m.unregister(cfg.Registerer)
+		return nil, fmt.Errorf("node: register metrics: %w", err)
+	}
+	s.mux = http.NewServeMux()
+	s.mux.Handle(Path, s)
+	return s, nil
+}
+
+// ID returns the node id.
+func (s *Server) ID() string { return s.cfg.ID }
+
+// Engine returns the node's room engine.
+func (s *Server) Engine() *rooms.Engine { return s.engine }
+
+// wsHeader writes the header of an unmasked, final, binary WebSocket
+// frame of n bytes at the end of h (rooms.Config.Header).
+func wsHeader(h []byte, n int) int {
+	e := len(h)
+	switch {
+	case n < 126:
+		h[e-2], h[e-1] = 0x82, byte(n)
+		return 2
+	case n <= 0xFFFF:
+		h[e-4], h[e-3], h[e-2], h[e-1] = 0x82, 126, byte(n>>8), byte(n)
+		return 4
+	}
+	h[e-10], h[e-9] = 0x82, 127
+	for i := range 8 {
+		h[e-1-i] = byte(n >> (8 * i))
+	}
+	return 10
+}
+
+// Serve accepts WebSocket connections on ln until Shutdown or Close, and
+// returns ErrServerClosed then. The first call also starts the room
+// scheduler, the record worker, the registry heartbeat and, with a
+// Backbone, the commands from control. Serve may be called for several
+// listeners. The caller's listener is closed by Shutdown and Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrServerClosed
+	}
+	if s.wsURL == "" {
+		s.wsURL = "ws://" + ln.Addr().String() + Path
+	}
+	hs := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: s.cfg.HandshakeTimeout,
+		IdleTimeout:       s.cfg.HandshakeTimeout,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	s.servers = append(s.servers, hs)
+	s.mu.Unlock()
+
+	s.startOnce.Do(s.start)
+	if s.startErr != nil {
+		return s.startErr
+	}
+	err := hs.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return ErrServerClosed
+	}
+	return err
+}
+
+// start runs the background goroutines.
+func (s *Server) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		s.startErr = ErrServerClosed
+		return
+	}
+	s.cancel = cancel
+	s.started = s.cfg.Now()
+	s.bg.Go(func() { _ = s.engine.Run(ctx) })
+	s.bg.Go(func() { s.records.run(ctx) })
+	s.mu.Unlock()
+	if s.cfg.DB != nil {
+		s.putNode(ctx)
+		s.bg.Go(func() { s.heartbeat(ctx) })
+	}
+	if s.cfg.Backbone != nil {
+		stop, err := roomdb.ServeCommands(s.cfg.Backbone, s.cfg.ID, commands{s})
+		if err != nil {
+			s.startErr = fmt.Errorf("node: %w", err)
+			return
+		}
+		s.mu.Lock()
+		s.stopCmds = stop
+		s.mu.Unlock()
+	}
+	s.log.Info("game node serving", "ws_url", s.wsURL)
+}
+
+func (s *Server) heartbeat(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.putNode(ctx)
+		}
+	}
+}
+
+// putNode writes the registry entry.
+func (s *Server) putNode(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Heartbeat)
+	defer cancel()
+	s.mu.Lock()
+	url := s.wsURL
+	s.mu.Unlock()
+	err := s.cfg.DB.PutNode(ctx, &roomdb.Node{
+		NodeID:      s.cfg.ID,
+		WSURL:       url,
+		Region:      s.cfg.Region,
+		Rooms:       s.engine.Len(),
+		Connections: int(s.nconns.Load()),
+		Draining:    s.draining.Load(),
+		StartedAt:   s.started,
+		Version:     s.cfg.Version,
+	})
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("registry heartbeat failed", "err", err)
+	}
+}
+
+// ServeHTTP upgrades GET /game/v1/ws to a WebSocket connection offering
+// the im.game.v1 subprotocol and serves it until it closes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	if !offers(r.Header.Values("Sec-WebSocket-Protocol"), Subprotocol) {
+		http.Error(w, "the WebSocket subprotocol "+Subprotocol+" is required", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	if s.closed || s.draining.Load() {
+		s.mu.Unlock()
+		http.Error(w, "node draining", http.StatusServiceUnavailable)
+		return
+	}
+	if s.nconns.Add(1) > int64(s.cfg.MaxConnections) {
+		s.nconns.Add(-1)
+		s.mu.Unlock()
+		http.Error(w, "too many connections", http.StatusServiceUnavailable)
+		return
+	}
+	s.connWG.Add(1) // before Shutdown or Close can wait: they set their flags under mu
+	s.mu.Unlock()
+	defer s.connWG.Done()
+	defer s.nconns.Add(-1)
+
+	up := ws.HTTPUpgrader{
+		Timeout:  s.cfg.WriteTimeout,
+		Protocol: func(p string) bool { return p == Subprotocol },
+	}
+	nc, rw, _, err := up.Upgrade(r, w)
+	if err != nil {
+		if nc != nil { // the upgrader answered with an HTTP error
+			nc.Close()
+		}
+		return
+	}
+	c := newConn(s, nc, rw.Reader)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	c.serve()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// offers reports whether a Sec-WebSocket-Protocol header lists p.
+func offers(values []string, p string) bool {
+	for _, v := range values {
+		for tok := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(tok) == p {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// drain stops admitting, marks the node draining and sends ERROR 10
+// node_draining to every connection.
+func (s *Server) drain() {
+	s.mu.Lock()
+	already := s.draining.Swap(true)
+	s.mu.Unlock()
+	if already {
+		return
+	}
+	s.log.Info("game node draining")
+	s.engine.Drain()
+	m := s.engine.ErrorMsg(roomwire.CodeNodeDraining, "", nil)
+	defer m.Release()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		if !c.bound.Load() {
+			c.Close(m)
+		}
+	}
+}
+
+// Shutdown drains the node — ERROR 10 node_draining to every connection,
+// no more rooms or admissions, the registry entry marked draining — then
+// waits for the connections to close and the record updates to be written,
+// and stops everything as Close does. When ctx ends first it closes what is
+// left at once and returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.drain()
+	s.mu.Lock()
+	servers := append([]*http.Server(nil), s.servers...)
+	s.mu.Unlock()
+	if s.cfg.DB != nil {
+		s.putNode(ctx)
+	}
+	var errs []error
+	for _, hs := range servers {
+		if err := hs.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		s.connWG.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		if err := s.records.flush(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
+	}
+	errs = append(errs, s.Close())
+	<-done
+	return errors.Join(errs...)
+}
+
+// Close closes the listeners and every connection at once, stops the
+// commands, the scheduler, the record worker and the heartbeat, waits for
+// all of them and removes the node's registry entry. It is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.connWG.Wait()
+		s.bg.Wait()
+		return nil
+	}
+	s.closed = true
+	servers, stop, cancel := s.servers, s.stopCmds, s.cancel
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+
+	var errs []error
+	for _, hs := range servers {
+		if err := hs.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if stop != nil {
+		errs = append(errs, stop())
+	}
+	for _, c := range conns {
+		c.kill(discShutdown)
+	}
+	s.connWG.Wait()
+	if cancel != nil {
+		cancel()
+	}
+	s.bg.Wait()
+	if s.cfg.DB != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := s.cfg.DB.DeleteNode(ctx, s.cfg.ID); err != nil {
+			s.log.Warn("remove registry entry", "err", err)
+		}
+		cancel()
+	}
+	s.m.unregister(s.cfg.Registerer)
+	return errors.Join(errs...)
+}
