@@ -127,6 +127,9 @@ func (h commands) Start(ctx context.Context, req *roomdb.StartRequest) (*roomdb.
 		}
 		return nil
 	})
+	if errors.Is(err, errNoChange) { // the record worker was first
+		rec, err = s.cfg.DB.GetRoom(ctx, req.Room.RoomID)
+	}
 	if err != nil {
 		return nil, nil // started; control reads the record
 	}

@@ -103,7 +103,11 @@ func TestUpgradeRequirements(t *testing.T) {
 
 func TestLockstep(t *testing.T) {
 	e := newEnv(t, false, nil)
-	rec := record("ls", func(r *roomdb.Room) { r.MaxPlayers = 2; r.StartMode = roomdb.StartAllReady; r.SnapshotIntervalFrames = 60 })
+	rec := record("ls", func(r *roomdb.Room) {
+		r.MaxPlayers = 2
+		r.StartMode = roomdb.StartAllReady
+		r.SnapshotIntervalFrames = 60
+	})
 	a, wa := e.join(rec, 0)
 	b, wb := e.join(rec, 1)
 	if wa.Seat != 0 || wb.Seat != 1 || wb.SyncMode != roomwire.SyncFrame || wb.TickRate != 30 || wb.MaxPlayers != 2 ||
