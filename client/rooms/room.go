@@ -214,6 +214,8 @@ func (r *Room) State() State {
 
 // LastFrame returns the last frame queued on Frames (or the WELCOME's frame
 // before any): the ack_frame of SendInput and the last_frame of a resume.
+// Once a Frame has been received from Frames, LastFrame is at least its
+// number.
 func (r *Room) LastFrame() uint32 { return r.lastFrame.Load() }
 
 // RTT returns the median round-trip time of the last 10 PINGs; 0 before the

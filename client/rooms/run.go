@@ -390,10 +390,10 @@ func (r *Room) handle(c *wsConn, msg []byte) error {
 			r.stats.invalid.Add(1)
 			return nil
 		}
-		r.pushFrame(Frame{Number: m.Frame, Restore: true, Snapshot: append([]byte{}, m.Data...)})
 		r.lastFrame.Store(m.Frame)
-		r.asm.Snapshot(m.Frame, r.deliverFn)
 		r.stats.restores.Add(1)
+		r.pushFrame(Frame{Number: m.Frame, Restore: true, Snapshot: append([]byte{}, m.Data...)})
+		r.asm.Snapshot(m.Frame, r.deliverFn)
 		r.emit(Event{Kind: EventSnapshot, Frame: m.Frame})
 	case roomwire.TypePong:
 		var m roomwire.Pong
@@ -473,9 +473,9 @@ func (r *Room) deliverFrame(tf roomwire.TickFrame) {
 		}
 	}
 	f.SnapshotDue = r.snapInterval > 0 && tf.Number%r.snapInterval == 0 && r.provider.Load()
-	r.pushFrame(f)
-	r.lastFrame.Store(tf.Number)
+	r.lastFrame.Store(tf.Number) // first, so a game that has frame n sees LastFrame() ≥ n
 	r.stats.frames.Add(1)
+	r.pushFrame(f)
 	if f.SnapshotDue && r.cfg.SnapshotFunc != nil {
 		if data := r.cfg.SnapshotFunc(tf.Number); len(data) > 0 {
 			if err := r.PutSnapshot(tf.Number, data); err != nil {
