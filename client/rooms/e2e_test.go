@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -31,62 +32,81 @@ var discard = slog.New(slog.DiscardHandler)
 // deployment is control and one game node in this process, on a real
 // embedded NATS, each on 127.0.0.1:0.
 type deployment struct {
-	api string
-	be  *backend.Client
-	hc  *http.Client
+	api     string
+	be      *backend.Client
+	hc      *http.Client
+	closers []func()
 }
 
-func startDeployment(t *testing.T) *deployment {
-	t.Helper()
-	ctx := t.Context()
-	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: t.TempDir(), Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Shutdown)
-	connect := func() *backbone.Conn {
-		c, err := backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), Logger: discard})
+// launch starts a deployment; close stops it.
+func launch() (d *deployment, err error) {
+	d = new(deployment)
+	defer func() {
 		if err != nil {
-			t.Fatal(err)
+			d.close()
 		}
-		t.Cleanup(c.Close)
-		return c
+	}()
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "client-rooms-e2e-")
+	if err != nil {
+		return nil, err
 	}
-	bbCtl, bbNode := connect(), connect()
+	d.closers = append(d.closers, func() { os.RemoveAll(dir) })
+	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: dir, Logger: discard})
+	if err != nil {
+		return nil, err
+	}
+	d.closers = append(d.closers, emb.Shutdown)
+	connect := func() (*backbone.Conn, error) {
+		c, err := backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), Logger: discard})
+		if err == nil {
+			d.closers = append(d.closers, c.Close)
+		}
+		return c, err
+	}
+	bbCtl, err := connect()
+	if err != nil {
+		return nil, err
+	}
+	bbNode, err := connect()
+	if err != nil {
+		return nil, err
+	}
 	db, err := roomdb.Open(ctx, bbCtl, roomdb.Config{Logger: discard})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	key, err := db.SigningKey(ctx)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	signer, err := tokens.NewSigner(key)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	nodeDB, err := roomdb.Open(ctx, bbNode, roomdb.Config{Logger: discard})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	n, err := node.New(node.Config{
 		ID: "e2e-n1", WSURL: "ws://" + ln.Addr().String() + "/game/v1/ws",
 		Signer: signer, DB: nodeDB, Backbone: bbNode, Logger: discard,
 	})
 	if err != nil {
-		t.Fatal(err)
+		ln.Close()
+		return nil, err
 	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
 		_ = n.Serve(ln)
 	}()
-	t.Cleanup(func() {
+	d.closers = append(d.closers, func() {
 		n.Close()
 		<-served
 	})
@@ -96,31 +116,46 @@ func startDeployment(t *testing.T) *deployment {
 		LoginRate: -1, JoinRate: -1,
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	hs := httptest.NewServer(ctl.Handler())
-	t.Cleanup(hs.Close)
+	d.closers = append(d.closers, hs.Close)
 	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	be, err := backend.New(hs.URL, e2eServerKey, hc)
+	d.closers = append(d.closers, tr.CloseIdleConnections)
+	// Clients built with a nil Config use the default transport.
+	d.closers = append(d.closers, http.DefaultTransport.(*http.Transport).CloseIdleConnections)
+	d.hc = &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	if d.be, err = backend.New(hs.URL, e2eServerKey, d.hc); err != nil {
+		return nil, err
+	}
+	d.api = hs.URL
+	return d, nil
+}
+
+// close stops everything launch started, last first.
+func (d *deployment) close() {
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		d.closers[i]()
+	}
+}
+
+func startDeployment(t *testing.T) *deployment {
+	t.Helper()
+	d, err := launch()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &deployment{api: hs.URL, be: be, hc: hc}
+	t.Cleanup(d.close)
+	return d
 }
 
 // createRoom waits for the node's first registry heartbeat, then creates
 // the room.
-func (d *deployment) createRoom(t *testing.T, req backend.CreateRoomRequest) *backend.Room {
-	t.Helper()
+func (d *deployment) createRoom(ctx context.Context, req backend.CreateRoomRequest) (*backend.Room, error) {
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		room, err := d.be.CreateRoom(t.Context(), req)
-		if err == nil {
-			return room
-		}
-		if !errors.Is(err, rooms.ErrGameNodeUnavailable) || time.Now().After(deadline) {
-			t.Fatalf("create room: %v", err)
+		room, err := d.be.CreateRoom(ctx, req)
+		if err == nil || !errors.Is(err, rooms.ErrGameNodeUnavailable) || time.Now().After(deadline) {
+			return room, err
 		}
 	}
 }
@@ -273,7 +308,10 @@ func (p *pump) event(t *testing.T, k rooms.EventKind) rooms.Event {
 // a result.
 func TestEndToEnd(t *testing.T) {
 	d := startDeployment(t)
-	room := d.createRoom(t, backend.CreateRoomRequest{SyncMode: "frame", TickRate: 30, MaxPlayers: 3, StartMode: "all_ready"})
+	room, err := d.createRoom(t.Context(), backend.CreateRoomRequest{SyncMode: "frame", TickRate: 30, MaxPlayers: 3, StartMode: "all_ready"})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	var aliceConns conns
 	alice := d.player(t, room.RoomID, "alice", &aliceConns)
