@@ -1,0 +1,59 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboardgg/switchboard/bench"
+)
+
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Load generators that drive a running server",
+	}
+	cmd.AddCommand(newBenchRoomsCmd())
+	return cmd
+}
+
+func newBenchRoomsCmd() *cobra.Command {
+	var af apiFlags
+	var cfg bench.RoomsConfig
+	var metrics string
+	cmd := &cobra.Command{
+		Use:   "rooms",
+		Short: "Fill lockstep rooms with bots over WebSocket and measure",
+		Long: `bench rooms creates --rooms rooms of --players seats at --tick Hz on a
+running server, joins a bot to every seat (the same Go SDK games use), and once
+all have joined measures for --duration: players connected, frames/s delivered,
+input→frame latency, and — from the server's /metrics — tick lateness and server
+CPU. Start the server with --login-rate -1 so that one machine may log in
+thousands of bots. See docs/benchmarks.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			api, key, err := af.resolve()
+			if err != nil {
+				return err
+			}
+			cfg.API, cfg.ServerKey, cfg.Out = api, key, cmd.OutOrStdout()
+			cfg.MetricsURL = metrics
+			if cfg.MetricsURL == "" && af.readyFile != "" {
+				if r, err := readReady(af.readyFile); err == nil && r.Admin != "" {
+					cfg.MetricsURL = r.Admin + "/metrics"
+				}
+			}
+			_, err = bench.RunRooms(cmd.Context(), cfg)
+			return err
+		},
+	}
+	af.register(cmd)
+	f := cmd.Flags()
+	f.IntVar(&cfg.Rooms, "rooms", 10, "rooms")
+	f.IntVar(&cfg.Players, "players", 4, "players per room")
+	f.IntVar(&cfg.Tick, "tick", 30, "tick rate, Hz")
+	f.DurationVar(&cfg.Duration, "duration", 30*time.Second, "measured time after every player joined")
+	f.IntVar(&cfg.JoinConcurrency, "join-concurrency", bench.DefaultJoinConcurrency, "players joining at once")
+	f.StringVar(&metrics, "metrics", "", "the server's metrics URL (default: admin address from --ready-file + /metrics)")
+	return cmd
+}
