@@ -10,6 +10,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/switchboardgg/switchboard/control"
 )
 
 // Default listen addresses of `switchboard dev` and `switchboard serve`. They
@@ -59,6 +62,8 @@ addresses once everything listens. SIGINT or SIGTERM drains and exits.`,
 	f.BoolVar(&o.allowAnonymous, "allow-anonymous", false, "accept client logins without an auth token (never in production)")
 	f.StringVar(&o.nodePublicURL, "node-public-url", "", "WebSocket URL clients are told to dial (default: ws://<node address>/game/v1/ws)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	addControlTuning(f, &o)
+	addNodeTuning(f, &o)
 	return cmd
 }
 
@@ -88,4 +93,14 @@ func devServerKey(dataDir string) (string, error) {
 		return "", fmt.Errorf("write server key: %w", err)
 	}
 	return key, nil
+}
+
+func addControlTuning(f *pflag.FlagSet, o *systemOptions) {
+	f.Float64Var(&o.loginRate, "login-rate", control.DefaultLoginRate,
+		"C0 logins and refreshes per second and client IP (burst 20); negative turns the limit off, e.g. for bench rooms")
+}
+
+func addNodeTuning(f *pflag.FlagSet, o *systemOptions) {
+	f.DurationVar(&o.frameRetention, "frame-retention", 0,
+		"how long the node keeps frames for FRAME_REQ and resume (0: 60s, the protocol's minimum for clients)")
 }

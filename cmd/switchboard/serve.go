@@ -44,6 +44,7 @@ func newServeRoleCmd(r role) *cobra.Command {
 		f.StringVar(&o.apiAddr, "api", defaultAPIAddr, "HTTP API listen address")
 		f.StringVar(&o.serverKey, "server-key", "", "server API key (default: $SWITCHBOARD_SERVER_KEY; required)")
 		f.BoolVar(&o.allowAnonymous, "allow-anonymous", false, "accept client logins without an auth token (never in production)")
+		addControlTuning(f, &o)
 	case roleNode:
 		cmd.Use = "node"
 		cmd.Short = "Serve a game node (WebSocket)"
@@ -51,6 +52,7 @@ func newServeRoleCmd(r role) *cobra.Command {
 		f.StringVar(&o.nodeID, "node-id", "", "this node's id, unique in the deployment (default: hostname plus a random suffix)")
 		f.StringVar(&o.nodePublicURL, "node-public-url", "", "WebSocket URL clients are told to dial (default: ws://<node address>/game/v1/ws)")
 		f.StringVar(&o.region, "region", "", "region this node serves (rooms created with a region go to its nodes)")
+		addNodeTuning(f, &o)
 	}
 	return cmd
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/switchboardgg/switchboard/control"
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/rooms"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -55,6 +56,8 @@ type systemOptions struct {
 	nodePublicURL  string
 	region         string
 	logLevel       string
+	loginRate      float64       // control: C0 logins per second and client IP; negative: off
+	frameRetention time.Duration // node: frames kept for FRAME_REQ and resume
 }
 
 // readyInfo is the JSON of --ready-file.
@@ -160,7 +163,8 @@ func runSystem(ctx context.Context, out io.Writer, o systemOptions) error {
 		}
 		ctl, err := control.New(control.Config{
 			DB: db, Backbone: bb, ServerKey: o.serverKey, Signer: signer,
-			AllowAnonymous: o.allowAnonymous, Logger: log.With("component", "control"), Registerer: reg,
+			AllowAnonymous: o.allowAnonymous, LoginRate: o.loginRate,
+			Logger: log.With("component", "control"), Registerer: reg,
 		})
 		if err != nil {
 			ln.Close()
@@ -188,6 +192,7 @@ func runSystem(ctx context.Context, out io.Writer, o systemOptions) error {
 			ID: nodeID, WSURL: wsURL, Region: o.region, Version: buildVersion(),
 			Signer: signer, DB: db, Backbone: bb,
 			Logger: log.With("component", "node", "node_id", nodeID), Registerer: reg,
+			Rooms: rooms.Config{Retention: o.frameRetention},
 		})
 		if err != nil {
 			ln.Close()
