@@ -119,14 +119,17 @@ func (c *conn) enqueue(m *rooms.Msg, dropOnFull bool) bool {
 		return false
 	}
 	if q.n == len(q.ring) {
-		if dropOnFull {
-			q.overflow, q.closing = true, true
-			c.closing.Store(true)
-			if q.reason == "" {
-				q.reason = discSlow
-			}
+		if !dropOnFull {
+			c.mu.Unlock()
+			return false
+		}
+		q.overflow, q.closing = true, true
+		c.closing.Store(true)
+		if q.reason == "" {
+			q.reason = discSlow
 		}
 		c.mu.Unlock()
+		c.nc.Close() // the writer may be blocked on the socket
 		c.signal()
 		return false
 	}
@@ -428,7 +431,7 @@ func (c *conn) writeLoop() {
 				_ = c.nc.SetWriteDeadline(now.Add(c.s.cfg.WriteTimeout))
 				wset = now
 			}
-			out := c.s.m.out
+			out := &c.s.m.out
 			for _, m := range batch {
 				t := m.Type()
 				out[t].Inc()
@@ -436,7 +439,8 @@ func (c *conn) writeLoop() {
 					c.s.m.errs[m.Payload()[1]].Inc()
 				}
 			}
-			if _, err := iov.WriteTo(c.nc); err != nil {
+			bufs := iov // WriteTo consumes its receiver; iov keeps the array
+			if _, err := bufs.WriteTo(c.nc); err != nil {
 				c.setReason(discNetwork)
 				release()
 				return

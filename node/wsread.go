@@ -65,7 +65,8 @@ func (c *conn) readMessage(handshaken bool) (ws.OpCode, []byte, error) {
 			return 0, nil, errTooBig
 		}
 		l := int(h.Length)
-		if err := c.throttle(ws.HeaderSize(h) + l); err != nil {
+		now := time.Now()
+		if err := c.throttle(now, ws.HeaderSize(h)+l); err != nil {
 			return 0, nil, err
 		}
 		if cap(c.buf) < n+l {
@@ -81,7 +82,7 @@ func (c *conn) readMessage(handshaken bool) (ws.OpCode, []byte, error) {
 		n += l
 		if h.Fin {
 			if op == ws.OpBinary && handshaken {
-				c.touch()
+				c.touch(now)
 			}
 			return op, c.buf[:n], nil
 		}
@@ -148,8 +149,7 @@ func (c *conn) await(handshaken bool) error {
 }
 
 // touch records a message: the idle clock restarts.
-func (c *conn) touch() {
-	now := time.Now()
+func (c *conn) touch(now time.Time) {
 	c.lastMsg = now
 	if idle := c.s.cfg.IdleTimeout; now.Sub(c.deadline) >= idle/8 {
 		c.deadline = now
@@ -158,8 +158,7 @@ func (c *conn) touch() {
 }
 
 // throttle waits until the connection's read rate allows n more bytes.
-func (c *conn) throttle(n int) error {
-	now := time.Now()
+func (c *conn) throttle(now time.Time, n int) error {
 	if c.lim.AllowN(now, n) {
 		return nil
 	}
