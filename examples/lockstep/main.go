@@ -8,10 +8,11 @@
 // client of a room that applied the same frames holds the same state, so the
 // printed states can be compared across players and runs.
 //
-// Try it against a local deployment:
+// Try it against a local deployment (switchboard dev serves the API on
+// 127.0.0.1:7700, the default of --api):
 //
-//	switchboard dev --ready-file /tmp/sb.json &    # prints its server key
-//	go run ./examples/lockstep --server-key KEY --session /tmp/alice.json
+//	go run ./cmd/switchboard dev --ready-file /tmp/sb.json &
+//	go run ./examples/lockstep --server-key "$(jq -r .server_key /tmp/sb.json)" --session /tmp/alice.json
 //
 // With --server-key the program plays the game backend's part as well (a
 // demo only: a real game client never holds the server key): it creates a
@@ -69,7 +70,7 @@ import (
 // options are the command-line flags.
 type options struct {
 	api, user, authToken, ticket, room, serverKey, session string
-	snapshotInterval, printEvery, untilFrame                uint
+	snapshotInterval, printEvery, untilFrame               uint
 }
 
 func main() {
@@ -142,7 +143,7 @@ func connect(ctx context.Context, o options, cfg *rooms.Config) (*rooms.Room, er
 				c = nil // the session is gone: log in again below
 			case err != nil:
 				return nil, fmt.Errorf("find the current room: %w", err)
-			case cur.Room != nil && cur.Room.Status == "open":
+			case cur.Room != nil && cur.Room.Status == "open" && cur.Member != nil:
 				fmt.Printf("restart: found room %s with C3, rejoining seat %d\n", cur.Room.RoomID, cur.Member.Seat)
 				// No ticket: the session holds the seat. FromStart: the
 				// game state died with the old process, so ask for every
