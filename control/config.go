@@ -29,9 +29,16 @@ const (
 	DefaultMaxAuthTokenTTL = 24 * time.Hour
 	// DefaultMaxRoomDuration caps a room's max_duration_seconds.
 	DefaultMaxRoomDuration = 24 * time.Hour
-	// DefaultMaxSnapshotIntervalFrames caps snapshot_interval_frames (one
-	// hour at 60 ticks per second).
-	DefaultMaxSnapshotIntervalFrames = 216000
+	// DefaultMaxSnapshotIntervalFrames caps snapshot_interval_frames: 60 s
+	// at 60 ticks per second. A frame room's interval is also capped at
+	// MaxSnapshotIntervalSeconds of its own ticks.
+	DefaultMaxSnapshotIntervalFrames = 3600
+	// MaxSnapshotIntervalSeconds caps a frame room's snapshot interval at
+	// tick_rate × 60 frames: the frames a node retains at least. A client
+	// that fell out of retention recovers from the newest snapshot plus
+	// the frames after it, which the node keeps only if snapshots come at
+	// least that often (see docs/api.md).
+	MaxSnapshotIntervalSeconds = 60
 	// DefaultMaxBodyBytes bounds every request body.
 	DefaultMaxBodyBytes = 64 << 10
 	// DefaultCommandTimeout is how long control waits for a node to answer

@@ -148,8 +148,12 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*roomdb.Room, error) {
 		r.MaxDurationSeconds = *v
 	}
 	if v := req.SnapshotIntervalFrames; v != nil {
-		if *v < 0 || *v > s.cfg.MaxSnapshotIntervalFrames {
-			return nil, errInvalid("snapshot_interval_frames must be between 0 and %d", s.cfg.MaxSnapshotIntervalFrames)
+		limit := s.cfg.MaxSnapshotIntervalFrames
+		if r.SyncMode == roomdb.SyncFrame && r.TickRate > 0 {
+			limit = min(limit, r.TickRate*MaxSnapshotIntervalSeconds)
+		}
+		if *v < 0 || *v > limit {
+			return nil, errInvalid("snapshot_interval_frames must be between 0 and %d", limit)
 		}
 		r.SnapshotIntervalFrames = *v
 	}

@@ -90,7 +90,8 @@ func TestCreateRoomValidation(t *testing.T) {
 		{"max_duration 0", ok("max_duration_seconds", 0)},
 		{"max_duration over cap", ok("max_duration_seconds", 86401)},
 		{"snapshot negative", ok("snapshot_interval_frames", -1)},
-		{"snapshot over cap", ok("snapshot_interval_frames", 216001)},
+		{"snapshot over cap", ok("tick_rate", 60, "snapshot_interval_frames", 3601)},
+		{"snapshot over 60 s of ticks", ok("tick_rate", 10, "snapshot_interval_frames", 601)},
 		{"bad region", ok("region", "eu west")},
 		{"metadata array", ok("metadata", []any{1})},
 		{"metadata string", ok("metadata", "x")},
@@ -106,9 +107,10 @@ func TestCreateRoomValidation(t *testing.T) {
 	}
 	// The limits themselves are accepted.
 	want(t, e.server("POST", "/game/rooms", ok("tick_rate", 60, "max_players", 16, "max_duration_seconds", 86400,
-		"snapshot_interval_frames", 216000, "reconnect_window_seconds", 600, "room_id", strings.Repeat("r", 64),
+		"snapshot_interval_frames", 3600, "reconnect_window_seconds", 600, "room_id", strings.Repeat("r", 64),
 		"metadata", map[string]any{"x": strings.Repeat("a", 4000)})), 201)
 	want(t, e.server("POST", "/game/rooms", ok("tick_rate", 1, "max_players", 1, "metadata", nil, "room_id", "A_-9")), 201)
+	want(t, e.server("POST", "/game/rooms", ok("tick_rate", 10, "snapshot_interval_frames", 600, "room_id", "snap-10hz")), 201)
 }
 
 func TestNodeChoice(t *testing.T) {

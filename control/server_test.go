@@ -32,7 +32,7 @@ func TestNewConfig(t *testing.T) {
 		{"AuthTokenTTL", got.AuthTokenTTL, 10 * time.Minute},
 		{"MaxAuthTokenTTL", got.MaxAuthTokenTTL, 24 * time.Hour},
 		{"MaxRoomDuration", got.MaxRoomDuration, 24 * time.Hour},
-		{"MaxSnapshotIntervalFrames", got.MaxSnapshotIntervalFrames, 216000},
+		{"MaxSnapshotIntervalFrames", got.MaxSnapshotIntervalFrames, 3600},
 		{"MaxBodyBytes", got.MaxBodyBytes, int64(64 << 10)},
 		{"CommandTimeout", got.CommandTimeout, 2 * time.Second},
 		{"RequestTimeout", got.RequestTimeout, 10 * time.Second},
