@@ -166,7 +166,11 @@ func (e *Engine) newRoom(rc RoomConfig) *Room {
 	if rc.SyncMode == SyncFrame {
 		r.period = time.Second / time.Duration(rc.TickRate)
 		r.limit = 2 * rc.TickRate
-		slots := int(math.Ceil(float64(rc.TickRate) * e.cfg.Retention.Seconds()))
+		// Frames are kept for the retention, plus two snapshot intervals:
+		// a client that fell out of retention gets the newest snapshot
+		// and every frame after it, and the newest snapshot can be up to
+		// one interval (plus the provider's lag) behind the newest frame.
+		slots := int(math.Ceil(float64(rc.TickRate)*e.cfg.Retention.Seconds())) + 2*rc.SnapshotInterval
 		r.frames = newFrameLog(max(slots, roomwire.MaxFramesPerFrame))
 		for i := range r.seats {
 			r.seats[i].input = make([]byte, 0, roomwire.MaxInputLen)

@@ -313,7 +313,7 @@ func TestFrameReqBatches(t *testing.T) {
 func TestRetentionAndSnapshot(t *testing.T) {
 	h := newHarness(t, func(c *rooms.Config) { c.Retention = 10 * time.Second })
 	rc := frameRoom("s")
-	rc.TickRate = 10 // 100 frames retained
+	rc.TickRate = 10 // 100 frames of retention + 2 × 50 for the snapshot interval
 	rc.SnapshotInterval = 50
 	r := h.open(rc)
 	l0, p0, _ := h.join(r, 0)
@@ -324,8 +324,8 @@ func TestRetentionAndSnapshot(t *testing.T) {
 
 	h.clk.Add(time.Second)
 	l0.FrameReq(1, 250)
-	if got := frameNumbers(p0.take()); !slices.Equal(got, seq(151, 250)) {
-		t.Fatalf("no snapshot: frames %d..., want retained 151..250", got[:1])
+	if got := frameNumbers(p0.take()); !slices.Equal(got, seq(51, 250)) {
+		t.Fatalf("no snapshot: frames %d..., want retained 51..250", got[:1])
 	}
 
 	l0.SnapshotPut(180, []byte("state@180"))
@@ -350,17 +350,32 @@ func TestRetentionAndSnapshot(t *testing.T) {
 		t.Errorf("retained range: got %v %v", types(ms), frameNumbers(ms))
 	}
 
-	// An old snapshot does not skip frames that are retained after it.
+	// The frames after a snapshot one interval old are still there, even
+	// beyond the retention: snapshot and frames leave no gap.
 	l0.SnapshotPut(200, []byte("state@200"))
-	for range 150 { // retained now: 301..400
+	for range 150 { // retained now: 201..400
 		h.tick(r)
 	}
 	p0.take()
 	h.clk.Add(time.Second)
 	l0.FrameReq(1, 400)
 	ms = p0.take()
-	if ms[0].Type() != roomwire.TypeSnapshot || !slices.Equal(frameNumbers(ms), seq(301, 400)) {
-		t.Errorf("snapshot older than retention: got %v then %d frames", ms[0].Type(), len(frameNumbers(ms)))
+	if ms[0].Type() != roomwire.TypeSnapshot || !slices.Equal(frameNumbers(ms), seq(201, 400)) {
+		t.Errorf("snapshot at the edge of the log: got %v then frames %v…", ms[0].Type(), frameNumbers(ms)[:1])
+	}
+
+	// A provider that stopped sending snapshots for longer than the log
+	// leaves a gap: the spec's answer is the stale snapshot, then the
+	// retained frames; retained frames are never skipped.
+	for range 250 { // retained now: 451..650
+		h.tick(r)
+	}
+	p0.take()
+	h.clk.Add(time.Second)
+	l0.FrameReq(1, 650)
+	ms = p0.take()
+	if ms[0].Type() != roomwire.TypeSnapshot || !slices.Equal(frameNumbers(ms), seq(451, 650)) {
+		t.Errorf("snapshot older than the log: got %v then frames %v…", ms[0].Type(), frameNumbers(ms)[:1])
 	}
 }
 
@@ -432,8 +447,9 @@ func TestResume(t *testing.T) {
 	if got := types(ms[:2]); !slices.Equal(got, []roomwire.Type{roomwire.TypeWelcome, roomwire.TypeSnapshot}) {
 		t.Errorf("resume out of retention: %v, want WELCOME, SNAPSHOT", got)
 	}
-	if got := frameNumbers(ms); !slices.Equal(got, seq(76, 175)) {
-		t.Errorf("after snapshot: frames %v..., want 76..175", got[:1])
+	// 100 frames of retention + 2 × 10 of snapshot interval: 56..175.
+	if got := frameNumbers(ms); !slices.Equal(got, seq(56, 175)) {
+		t.Errorf("after snapshot: frames %v..., want 56..175", got[:1])
 	}
 
 	// A HELLO reconnect gets no catch-up.
