@@ -145,3 +145,12 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// writeReady writes r as a ready file, for the CLI verbs' --ready-file.
+func writeReady(path string, r ready) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}

@@ -224,7 +224,7 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("backend: %s %s: read answer: %w", method, path, err)
 	}
 	if resp.StatusCode >= 300 {
-		return apiError(resp.StatusCode, data)
+		return rooms.ParseAPIError(resp.StatusCode, data)
 	}
 	if out == nil {
 		return nil
@@ -233,18 +233,4 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("backend: %s %s: decode answer: %w", method, path, err)
 	}
 	return nil
-}
-
-func apiError(status int, body []byte) error {
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-			Details struct {
-				Reason string `json:"reason"`
-			} `json:"details"`
-		} `json:"error"`
-	}
-	_ = json.Unmarshal(body, &e) // a body that is not the error JSON leaves the fields empty
-	return &rooms.APIError{Status: status, Code: e.Error.Code, Message: e.Error.Message, Reason: e.Error.Details.Reason}
 }

@@ -253,7 +253,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, token st
 		return 0, fmt.Errorf("%s %s: response over %d bytes", method, path, c.cfg.MaxResponseBytes)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return 0, parseAPIError(resp.StatusCode, data)
+		return 0, ParseAPIError(resp.StatusCode, data)
 	}
 	if out == nil || len(bytes.TrimSpace(data)) == 0 {
 		return resp.StatusCode, nil
@@ -264,9 +264,11 @@ func (c *Client) do(ctx context.Context, method, path string, body any, token st
 	return resp.StatusCode, nil
 }
 
-// parseAPIError reads the error JSON of rooms spec §2. An answer that is not
-// that JSON (a proxy's page) keeps the status with the status text.
-func parseAPIError(status int, data []byte) *APIError {
+// ParseAPIError turns an HTTP error answer of Switchboard's APIs (the error
+// JSON {"error": {"code", "message", "details": {"reason"}}}) into an
+// [*APIError]. An answer that is not that JSON (a proxy's page) keeps the
+// status with its status text. Package client/backend uses it too.
+func ParseAPIError(status int, data []byte) *APIError {
 	var body struct {
 		Error struct {
 			Code    string `json:"code"`

@@ -448,7 +448,7 @@ func TestAPIErrorMapping(t *testing.T) {
 				body["details"] = map[string]string{"reason": reason}
 			}
 			data, _ := json.Marshal(map[string]any{"error": body})
-			err := error(parseAPIError(ce.Status, data))
+			err := error(ParseAPIError(ce.Status, data))
 			var ae *APIError
 			if !errors.As(err, &ae) || ae.Status != ce.Status || ae.Code != ce.Code || ae.Reason != reason || ae.Message != "m" {
 				t.Errorf("%d %s %s: parsed %+v", ce.Status, ce.Code, reason, ae)
@@ -470,11 +470,11 @@ func TestAPIErrorMapping(t *testing.T) {
 		}
 	}
 	// A proxy's HTML page keeps the status.
-	err := parseAPIError(502, []byte("<html>bad gateway</html>"))
+	err := ParseAPIError(502, []byte("<html>bad gateway</html>"))
 	if err.Status != 502 || err.Code != "" || err.Message != "Bad Gateway" {
 		t.Errorf("html answer: %+v", err)
 	}
-	if !parseAPIError(401, []byte("nope")).Is(ErrUnauthenticated) {
+	if !ParseAPIError(401, []byte("nope")).Is(ErrUnauthenticated) {
 		t.Error("bare 401 does not match ErrUnauthenticated")
 	}
 }
