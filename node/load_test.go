@@ -44,6 +44,7 @@ func TestLoad(t *testing.T) {
 	copy(key, "load-test-signing-key-0123456789")
 	e := newEnv(t, false, func(c *node.Config) {
 		c.HandshakeTimeout = time.Minute
+		c.Rooms.ConnectTimeout = time.Hour
 		c.Signer, _ = tokens.NewSigner(key)
 	})
 	e.signer, _ = tokens.NewSigner(key)
@@ -87,8 +88,18 @@ func TestLoad(t *testing.T) {
 		(u1-u0+s1-s0).Seconds()/win, (u1-u0).Seconds()/win, (s1-s0).Seconds()/win, (u1-u0+s1-s0).Seconds()*1e6/(f1-f0))
 	t.Logf("tick lateness p50 ≤ %s p99 ≤ %s; tick duration p99 ≤ %s", quantile(e, "switchboard_node_tick_lateness_seconds", 0.5),
 		quantile(e, "switchboard_node_tick_lateness_seconds", 0.99), quantile(e, "switchboard_node_tick_duration_seconds", 0.99))
-	t.Logf("disconnects: slow_consumer %v, network %v, client_closed %v", e.counter("switchboard_node_disconnects_total", "reason", "slow_consumer"),
-		e.counter("switchboard_node_disconnects_total", "reason", "network"), e.counter("switchboard_node_disconnects_total", "reason", "client_closed"))
+	var disc []string
+	for _, r := range []string{"client_closed", "network", "idle_timeout", "slow_consumer", "protocol_error", "handshake_failed", "handshake_timeout", "server_closed"} {
+		if v := e.counter("switchboard_node_disconnects_total", "reason", r); v > 0 {
+			disc = append(disc, fmt.Sprintf("%s %v", r, v))
+		}
+	}
+	for c := uint8(1); c <= 11; c++ {
+		if v := e.counter("switchboard_node_errors_total", "code", roomwire.CodeName(c)); v > 0 {
+			disc = append(disc, fmt.Sprintf("ERROR %s %v", roomwire.CodeName(c), v))
+		}
+	}
+	t.Logf("disconnects: %v", disc)
 }
 
 // TestLoadBots is the bot process of TestLoad.
@@ -108,47 +119,67 @@ func TestLoadBots(t *testing.T) {
 	input, _ := roomwire.Append(nil, &roomwire.Input{Data: []byte("0123456789abcdef")})
 	frame := append([]byte{0x82, 0x80 | byte(len(input)), 0, 0, 0, 0}, input...) // zero mask key
 	var wg sync.WaitGroup
-	for i := range nRooms {
-		for s := range players {
-			d := ws.Dialer{Protocols: []string{node.Subprotocol}, Timeout: time.Minute}
-			nc, br, _, err := d.Dial(context.Background(), url)
-			if err != nil {
-				t.Fatalf("dial: %v", err)
+	type seat struct{ room, seat int }
+	seats := make(chan seat)
+	go func() {
+		for i := range nRooms {
+			for s := range players {
+				seats <- seat{i, s}
 			}
-			tk, _ := signer.SignConnectTicket(tokens.ConnectTicket{RoomID: fmt.Sprintf("load-%d", i), Seat: s, SessionID: session(s),
-				ExpiresMS: time.Now().Add(time.Hour).UnixMilli(), ID: tokens.NewID()})
-			hs, _ := roomwire.AppendHandshake(nil, roomwire.KindHello, []byte(tk), &roomwire.Hello{})
-			if err := ws.WriteFrame(nc, ws.MaskFrameWith(ws.NewBinaryFrame(hs), [4]byte{})); err != nil {
-				t.Fatal(err)
-			}
-			var r io.Reader = nc
-			if br != nil {
-				r = br
-			}
-			wg.Go(func() {
-				rd := bufio.NewReaderSize(r, 4096)
-				var hdr [ws.MaxHeaderSize - 2]byte
-				buf := make([]byte, 64<<10)
-				for {
-					h, err := ws.ReadHeaderBuffer(rd, hdr[:])
-					if err != nil || h.Length > int64(len(buf)) {
-						return
-					}
-					p := buf[:h.Length]
-					if _, err := io.ReadFull(rd, p); err != nil {
-						return
-					}
-					if h.OpCode == ws.OpBinary && len(p) > 0 && roomwire.Type(p[0]) == roomwire.TypeFrame {
-						if _, err := nc.Write(frame); err != nil {
-							return
-						}
-					}
-				}
-			})
 		}
+		close(seats)
+	}()
+	var dialers sync.WaitGroup
+	for range 16 {
+		dialers.Go(func() {
+			for st := range seats {
+				dialBot(t, &wg, url, signer, frame, st.room, st.seat)
+			}
+		})
 	}
+	dialers.Wait()
 	fmt.Println("bots connected")
 	wg.Wait()
+}
+
+func dialBot(t *testing.T, wg *sync.WaitGroup, url string, signer *tokens.Signer, frame []byte, i, s int) {
+	d := ws.Dialer{Protocols: []string{node.Subprotocol}, Timeout: time.Minute}
+	nc, br, _, err := d.Dial(context.Background(), url)
+	if err != nil {
+		t.Errorf("dial: %v", err)
+		return
+	}
+	tk, _ := signer.SignConnectTicket(tokens.ConnectTicket{RoomID: fmt.Sprintf("load-%d", i), Seat: s, SessionID: session(s),
+		ExpiresMS: time.Now().Add(time.Hour).UnixMilli(), ID: tokens.NewID()})
+	hs, _ := roomwire.AppendHandshake(nil, roomwire.KindHello, []byte(tk), &roomwire.Hello{})
+	if err := ws.WriteFrame(nc, ws.MaskFrameWith(ws.NewBinaryFrame(hs), [4]byte{})); err != nil {
+		t.Error(err)
+		return
+	}
+	var r io.Reader = nc
+	if br != nil {
+		r = br
+	}
+	wg.Go(func() {
+		rd := bufio.NewReaderSize(r, 4096)
+		var hdr [ws.MaxHeaderSize - 2]byte
+		buf := make([]byte, 8<<10)
+		for {
+			h, err := ws.ReadHeaderBuffer(rd, hdr[:])
+			if err != nil || h.Length > int64(len(buf)) {
+				return
+			}
+			p := buf[:h.Length]
+			if _, err := io.ReadFull(rd, p); err != nil {
+				return
+			}
+			if h.OpCode == ws.OpBinary && len(p) > 0 && roomwire.Type(p[0]) == roomwire.TypeFrame {
+				if _, err := nc.Write(frame); err != nil {
+					return
+				}
+			}
+		}
+	})
 }
 
 func cpu(kernel bool) time.Duration {
