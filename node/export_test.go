@@ -1,0 +1,9 @@
+package node
+
+// EffectiveConfig returns the configuration New settled on, defaults
+// filled in.
+func (s *Server) EffectiveConfig() Config { return s.cfg }
+
+// InvalidLimit is the number of invalid messages in a row that close a
+// connection.
+const InvalidLimit = invalidLimit

@@ -1,0 +1,47 @@
+package rooms_test
+
+import (
+	"runtime"
+	"testing"
+
+	"github.com/switchboardgg/switchboard/rooms"
+)
+
+func TestDefaults(t *testing.T) {
+	e, err := rooms.New(rooms.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := e.EffectiveConfig()
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"Retention", c.Retention, rooms.DefaultRetention},
+		{"ConnectTimeout", c.ConnectTimeout, rooms.DefaultConnectTimeout},
+		{"CloseLinger", c.CloseLinger, rooms.DefaultCloseLinger},
+		{"Housekeeping", c.Housekeeping, rooms.DefaultHousekeeping},
+		{"MaxRooms", c.MaxRooms, rooms.DefaultMaxRooms},
+		{"FrameReqPerSecond", c.FrameReqPerSecond, rooms.DefaultFrameReqPerSecond},
+		{"RateLimitSeconds", c.RateLimitSeconds, rooms.DefaultRateLimitSeconds},
+		{"Workers", c.Workers, runtime.GOMAXPROCS(0)},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	if c.Now == nil || c.Logger == nil {
+		t.Error("Now or Logger not set")
+	}
+	r, err := e.Open(rooms.RoomConfig{ID: "d", SyncMode: rooms.SyncFrame, TickRate: 10, MaxPlayers: 2, StartMode: rooms.StartAuto})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc := r.Config(); rc.ReconnectWindow != rooms.DefaultReconnectWindow || rc.MaxDuration != rooms.DefaultMaxDuration || rc.CreatedAt.IsZero() {
+		t.Errorf("room defaults %+v", rc)
+	}
+	if _, err := rooms.New(rooms.Config{Workers: -1}); err == nil {
+		t.Error("negative Workers accepted")
+	}
+}

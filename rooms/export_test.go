@@ -1,0 +1,4 @@
+package rooms
+
+// EffectiveConfig returns the configuration New settled on.
+func (e *Engine) EffectiveConfig() Config { return e.cfg }
