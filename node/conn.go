@@ -353,7 +353,6 @@ func (c *conn) writeLoop() {
 		pong    [2 + ws.MaxControlFramePayloadSize]byte
 		closeFr [4]byte
 		wset    time.Time // when the write deadline was last pushed
-		rdone   bool
 	)
 	release := func() {
 		for i, m := range batch {
@@ -379,11 +378,9 @@ func (c *conn) writeLoop() {
 		release()
 	}()
 	for {
-		select {
-		case <-c.wake:
-		case <-c.readerDone:
-			rdone = true
-		}
+		// The reader always closes the queue (closeWith) before it stops,
+		// so waking up for work is enough: the closing path below ends.
+		<-c.wake
 		c.mu.Lock()
 		q := &c.q
 		for q.n > 0 {
@@ -449,9 +446,6 @@ func (c *conn) writeLoop() {
 		release()
 		if closing {
 			c.linger()
-			return
-		}
-		if rdone {
 			return
 		}
 	}

@@ -108,6 +108,7 @@ func New(cfg Config) (*Server, error) {
 		tickets: newTicketCache(cfg.MaxTicketCache),
 		conns:   make(map[*conn]struct{}),
 		wsURL:   cfg.WSURL,
+		started: cfg.Now().UTC(),
 	}
 	s.records = newRecordQueue(cfg.DB, cfg.MaxPendingUpdates, cfg.Now, cfg.Logger)
 	rc := cfg.Rooms
@@ -203,7 +204,6 @@ func (s *Server) start() {
 		return
 	}
 	s.cancel = cancel
-	s.started = s.cfg.Now()
 	s.bg.Go(func() { _ = s.engine.Run(ctx) })
 	s.bg.Go(func() { s.records.run(ctx) })
 	s.mu.Unlock()
