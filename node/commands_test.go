@@ -162,6 +162,9 @@ func TestCommands(t *testing.T) {
 		if n, err := e.db.GetNode(ctx, "node-test"); err != nil || !n.Draining {
 			t.Errorf("registry entry %+v, %v: want draining", n, err)
 		}
+		late := e.dial() // a draining node answers handshakes with ERROR 10
+		late.hello(e.ticket("dr", 0, nil))
+		late.expectError(roomwire.CodeNodeDraining)
 		_, err := cmd(roomdb.VerbAdmit, &roomdb.AdmitRequest{Room: record("late", nil), Seat: 0, Username: "u", SessionID: "s"})
 		if codeOf(err) != "unavailable/node_draining" {
 			t.Errorf("admit while draining: %v", err)

@@ -43,6 +43,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	closed   bool
+	shutting bool // Shutdown runs: no new connections
 	servers  []*http.Server
 	conns    map[*conn]struct{}
 	wsURL    string
@@ -272,9 +273,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	if s.closed || s.draining.Load() {
+	if s.closed || s.shutting { // a draining node still answers handshakes: ERROR 10
 		s.mu.Unlock()
-		http.Error(w, "node draining", http.StatusServiceUnavailable)
+		http.Error(w, "node shutting down", http.StatusServiceUnavailable)
 		return
 	}
 	if s.nconns.Add(1) > int64(s.cfg.MaxConnections) {
@@ -329,10 +330,7 @@ func offers(values []string, p string) bool {
 // drain stops admitting, marks the node draining and sends ERROR 10
 // node_draining to every connection.
 func (s *Server) drain() {
-	s.mu.Lock()
-	already := s.draining.Swap(true)
-	s.mu.Unlock()
-	if already {
+	if s.draining.Swap(true) {
 		return
 	}
 	s.log.Info("game node draining")
@@ -354,6 +352,9 @@ func (s *Server) drain() {
 // and stops everything as Close does. When ctx ends first it closes what is
 // left at once and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.shutting = true
+	s.mu.Unlock()
 	s.drain()
 	s.mu.Lock()
 	servers := append([]*http.Server(nil), s.servers...)
