@@ -37,9 +37,11 @@
 // tick scheduler ([rooms.Engine.Run]), the worker that writes the rooms'
 // state changes to the records (roomdb.DB.UpdateRoom), the registry
 // heartbeat (roomdb.DB.PutNode every Config.Heartbeat) and the command
-// subscriptions (roomdb.ServeCommands). Shutdown drains (ERROR 10 to every
-// connection, registry entry marked draining), waits for the connections and
-// the record updates, then stops everything; Close stops everything at once.
+// subscriptions (roomdb.ServeCommands). The drain command sends ERROR 10
+// node_draining to every connection, closes every room and marks the
+// registry entry draining; the node keeps answering handshakes, with ERROR
+// 10. Shutdown drains, stops accepting, waits for the connections and the
+// record updates, then stops everything; Close stops everything at once.
 // Both join every goroutine and remove the registry entry. Serve closes no
 // listener it was not given; Shutdown and Close close the given ones.
 //

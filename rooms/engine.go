@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -15,9 +14,6 @@ import (
 
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
-
-// ErrRunning is returned by [Engine.Run] when it is already running.
-var ErrRunning = errors.New("rooms: engine already running")
 
 // Engine holds the rooms of one game node, the tick scheduler that drives
 // them and the pools of their outgoing messages.

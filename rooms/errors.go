@@ -40,6 +40,8 @@ var (
 	// ErrBadConfig is returned (wrapped) by [Engine.Open] for an invalid
 	// RoomConfig.
 	ErrBadConfig = errors.New("rooms: invalid room config")
+	// ErrRunning is returned by [Engine.Run] when it is already running.
+	ErrRunning = errors.New("rooms: engine already running")
 )
 
 // Code returns the im.game.v1 ERROR code of a handshake error, or
