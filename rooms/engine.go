@@ -166,7 +166,10 @@ func (e *Engine) newRoom(rc RoomConfig) *Room {
 		// a client that fell out of retention gets the newest snapshot
 		// and every frame after it, and the newest snapshot can be up to
 		// one interval (plus the provider's lag) behind the newest frame.
-		slots := int(math.Ceil(float64(rc.TickRate)*e.cfg.Retention.Seconds())) + 2*rc.SnapshotInterval
+		// The extra is bounded by twice the retention (control caps the
+		// interval at 60 s of frames, well within it).
+		slots := int(math.Ceil(float64(rc.TickRate) * e.cfg.Retention.Seconds()))
+		slots += min(2*rc.SnapshotInterval, 2*slots)
 		r.frames = newFrameLog(max(slots, roomwire.MaxFramesPerFrame))
 		for i := range r.seats {
 			r.seats[i].input = make([]byte, 0, roomwire.MaxInputLen)
