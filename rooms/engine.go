@@ -242,7 +242,8 @@ func (e *Engine) Encode(msg roomwire.Message) (*Msg, error) {
 }
 
 // ErrorMsg returns an ERROR message with the code's name as message, with
-// one reference. reason and result are cut to their caps.
+// one reference. reason and result are cut to their caps; invalid UTF-8 in
+// reason is replaced by U+FFFD.
 func (e *Engine) ErrorMsg(code uint8, reason string, result []byte) *Msg {
 	return e.errorMsg(code, truncate(reason, roomwire.MaxReasonLen), result)
 }

@@ -233,9 +233,11 @@ func (l *Link) Leave() {
 }
 
 // Disconnected tells the room the connection is gone; reason is
-// ReasonNetwork, or ReasonTimeout when it was idle. The seat goes offline
-// (MEMBER offline) for the room's reconnect window.
+// ReasonNetwork, or ReasonTimeout when it was idle (another one is cut to
+// roomwire.MaxReasonLen). The seat goes offline (MEMBER offline) for the
+// room's reconnect window.
 func (l *Link) Disconnected(reason string) {
+	reason = truncate(reason, roomwire.MaxReasonLen)
 	r := l.r
 	r.mu.Lock()
 	defer r.unlock()

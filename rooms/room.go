@@ -3,6 +3,7 @@ package rooms
 import (
 	"encoding/binary"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -256,7 +257,8 @@ func (r *Room) setStateLocked(s State) {
 // ERROR(9 room_closed, reason, result), and the connections close
 // Config.CloseLinger later. It returns ErrRoomEnded when the room is
 // already closing. reason is at most roomwire.MaxReasonLen bytes and result
-// roomwire.MaxResultLen (longer ones are cut).
+// roomwire.MaxResultLen (longer ones are cut); invalid UTF-8 in reason is
+// replaced by U+FFFD.
 func (r *Room) Close(reason string, result []byte) error {
 	r.mu.Lock()
 	defer r.unlock()
@@ -330,8 +332,9 @@ func (r *Room) drain() {
 }
 
 // Kick releases seat: its connection, if any, gets ERROR(8 kicked, reason)
-// and is closed at once, and the others get MEMBER left "kicked". It
-// returns ErrSeatUnavailable when nobody holds the seat.
+// and is closed at once, and the others get MEMBER left "kicked". reason
+// is cut and sanitized as Close's. It returns ErrSeatUnavailable when nobody
+// holds the seat.
 func (r *Room) Kick(seat int, reason string) error {
 	r.mu.Lock()
 	defer r.unlock()
@@ -387,7 +390,12 @@ func (r *Room) emit(ev Event) {
 	}
 }
 
+// truncate returns s as valid UTF-8, every invalid byte replaced by U+FFFD,
+// cut to at most n bytes without splitting a character. Strings that go
+// into messages pass through it: the encoder rejects invalid UTF-8, and a
+// room encodes with its lock held.
 func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
 	if len(s) <= n {
 		return s
 	}

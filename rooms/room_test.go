@@ -3,6 +3,7 @@ package rooms_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -859,5 +860,67 @@ func TestOpen(t *testing.T) {
 	}
 	if s := h.e.Stats(); s != (rooms.Stats{Waiting: 1}) {
 		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestInvalidUTF8 feeds strings that are not UTF-8 to every exported call
+// that puts a string into a message: none panics (the encoder would reject
+// them with the room locked), and what goes out is valid UTF-8 within its cap.
+func TestInvalidUTF8(t *testing.T) {
+	long := strings.Repeat("é", 31) + "x\xff" // 63 valid bytes, then an invalid one
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"invalid bytes", "a\xffb\xfe", "a\uFFFDb\uFFFD"},
+		{"cut sequence", "\xe2\x82", "\uFFFD"},
+		{"invalid at the cap", long, strings.Repeat("é", 31) + "x"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			r := h.open(frameRoom("u"))
+			_, p0, _ := h.join(r, 0)
+			if err := r.Admit(1, tc.in, session(1)); err != nil {
+				t.Fatal(err)
+			}
+			p1 := &peer{t: t}
+			l1, err := r.Join(1, session(1), p1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := p1.take()[0].(*roomwire.Welcome); w.Members[1].Username != tc.want {
+				t.Errorf("WELCOME username %q, want %q", w.Members[1].Username, tc.want)
+			}
+			if got := only[*roomwire.Member](p0.take()); len(got) != 1 || got[0].Username != tc.want {
+				t.Errorf("MEMBER %+v, want username %q", got, tc.want)
+			}
+			l1.Disconnected(tc.in)
+			if got := only[*roomwire.Member](p0.take()); len(got) != 1 || got[0].Reason != tc.want {
+				t.Errorf("MEMBER offline %+v, want reason %q", got, tc.want)
+			}
+			if _, err := r.Join(1, session(1), p1); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Kick(1, tc.in); err != nil {
+				t.Fatal(err)
+			}
+			if e, ok := p1.finalMsg().(*roomwire.Error); !ok || e.Reason != tc.want {
+				t.Errorf("ERROR kicked %+v, want reason %q", p1.finalMsg(), tc.want)
+			}
+			m := h.e.ErrorMsg(roomwire.CodeRoomClosed, tc.in, nil)
+			if e := (&peer{t: t}).decode(m).(*roomwire.Error); e.Reason != tc.want {
+				t.Errorf("ErrorMsg reason %q, want %q", e.Reason, tc.want)
+			}
+			m.Release()
+			p0.take()
+			if err := r.Close(tc.in, nil); err != nil {
+				t.Fatal(err)
+			}
+			if got := only[*roomwire.RoomState](p0.take()); len(got) != 1 || got[0].Reason != tc.want {
+				t.Errorf("ROOM_STATE %+v, want reason %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -55,8 +55,9 @@ type Peer interface {
 
 // Admit gives seat to a login session (the control plane's join, C1): the
 // seat is held ("joined") and is released with MEMBER left "timeout" unless
-// its player connects within Config.ConnectTimeout. Admitting the same
-// session again is not an error. It returns ErrSeatTaken when another
+// its player connects within Config.ConnectTimeout. username is cut to
+// roomwire.MaxUsernameLen bytes, invalid UTF-8 replaced by U+FFFD.
+// Admitting the same session again is not an error. It returns ErrSeatTaken when another
 // session holds the seat, ErrBadSeat for a seat outside the room,
 // ErrRoomEnded once the room is closing and ErrDraining while the engine
 // drains.
