@@ -98,20 +98,23 @@ func (e *Engine) Open(rc RoomConfig) (*Room, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if r := e.rooms[rc.ID]; r != nil {
+		e.mu.Unlock()
 		return r, nil
 	}
 	if e.draining.Load() {
+		e.mu.Unlock()
 		return nil, ErrDraining
 	}
 	if len(e.rooms) >= e.cfg.MaxRooms {
+		e.mu.Unlock()
 		return nil, ErrTooManyRooms
 	}
 	r := e.newRoom(rc)
 	e.rooms[rc.ID] = r
 	e.stateCount[StateWaiting].Add(1)
 	e.sched.add(r)
+	e.mu.Unlock()
 	r.log.Debug("room opened", "sync_mode", rc.SyncMode, "tick_rate", rc.TickRate, "max_players", rc.MaxPlayers)
 	return r, nil
 }

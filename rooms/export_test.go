@@ -2,3 +2,12 @@ package rooms
 
 // EffectiveConfig returns the configuration New settled on.
 func (e *Engine) EffectiveConfig() Config { return e.cfg }
+
+// Locked reports whether someone holds the room's lock.
+func (r *Room) Locked() bool {
+	if r.mu.TryLock() {
+		r.mu.Unlock()
+		return false
+	}
+	return true
+}

@@ -77,6 +77,15 @@ type Room struct {
 	reason   string    // StateEnding, StateClosed: why
 	deadline time.Time // earliest timer, checked by Tick
 	dead     bool      // some link's Send failed: settle before unlocking
+	logs     roomLogs  // written by unlock once the lock is released
+}
+
+// roomLogs are the log lines a room owes; logging waits until the room's
+// lock is released, so a slow log handler never holds up the room.
+type roomLogs struct {
+	closing, closed bool
+	closingReason   string
+	closedReason    string
 }
 
 // ID returns the room's id.
@@ -99,8 +108,8 @@ func (r *Room) Frame() uint32 {
 	return r.frame
 }
 
-// unlock settles the links whose peers failed, then releases the lock.
-// Every method that sends ends with it.
+// unlock settles the links whose peers failed, releases the lock, then
+// writes the log lines owed. Every method that sends ends with it.
 func (r *Room) unlock() {
 	for r.dead {
 		r.dead = false
@@ -111,7 +120,15 @@ func (r *Room) unlock() {
 			}
 		}
 	}
+	logs := r.logs
+	r.logs = roomLogs{}
 	r.mu.Unlock()
+	if logs.closing {
+		r.log.Info("room closing", "reason", logs.closingReason)
+	}
+	if logs.closed {
+		r.log.Info("room closed", "reason", logs.closedReason)
+	}
 }
 
 // Tick runs the room's timers and, while a frame room plays, produces the
@@ -290,7 +307,7 @@ func (r *Room) closeLocked(now time.Time, reason string, result []byte) {
 	m = r.errorLocked(roomwire.CodeRoomClosed, reason, result)
 	r.broadcastLocked(m, -1)
 	m.Release()
-	r.log.Info("room closing", "reason", reason)
+	r.logs.closing, r.logs.closingReason = true, reason
 }
 
 // finishLocked closes every connection and removes the room.
@@ -309,7 +326,7 @@ func (r *Room) finishLocked(reason string) {
 	}
 	r.emit(Event{Kind: RoomClosed, Reason: reason})
 	r.e.remove(r)
-	r.log.Info("room closed", "reason", reason)
+	r.logs.closed, r.logs.closedReason = true, reason
 }
 
 // drain sends ERROR 10 node_draining to every connection, closes them and

@@ -1,9 +1,12 @@
 package rooms_test
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -920,6 +923,67 @@ func TestInvalidUTF8(t *testing.T) {
 			}
 			if got := only[*roomwire.RoomState](p0.take()); len(got) != 1 || got[0].Reason != tc.want {
 				t.Errorf("ROOM_STATE %+v, want reason %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// lockProbe is a slog.Handler that records, for every line, whether the
+// room's lock was held while it was logged.
+type lockProbe struct {
+	mu    sync.Mutex
+	room  *rooms.Room
+	lines map[string]bool // message → logged with the lock held
+}
+
+func (h *lockProbe) Enabled(context.Context, slog.Level) bool { return true }
+func (h *lockProbe) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *lockProbe) WithGroup(string) slog.Handler            { return h }
+func (h *lockProbe) Handle(_ context.Context, rec slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.room != nil {
+		h.lines[rec.Message] = h.lines[rec.Message] || h.room.Locked()
+	}
+	return nil
+}
+
+// TestLogOutsideLock: the room logs its rare events after releasing its
+// lock, so a slow log handler cannot stall ticks.
+func TestLogOutsideLock(t *testing.T) {
+	for _, how := range []string{"close", "drain"} {
+		t.Run(how, func(t *testing.T) {
+			probe := &lockProbe{lines: map[string]bool{}}
+			h := newHarness(t, func(c *rooms.Config) { c.Logger = slog.New(probe) })
+			r, err := h.e.Open(frameRoom("log"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			probe.mu.Lock()
+			probe.room = r
+			probe.mu.Unlock()
+			h.join(r, 0)
+			if how == "drain" {
+				h.e.Drain()
+			} else {
+				if err := r.Close("done", nil); err != nil {
+					t.Fatal(err)
+				}
+				r.Tick(h.clk.Add(rooms.DefaultCloseLinger))
+			}
+			probe.mu.Lock()
+			defer probe.mu.Unlock()
+			want := []string{"room closed"}
+			if how == "close" {
+				want = append(want, "room closing")
+			}
+			for _, msg := range want {
+				held, ok := probe.lines[msg]
+				if !ok {
+					t.Errorf("%q not logged", msg)
+				} else if held {
+					t.Errorf("%q logged with the room's lock held", msg)
+				}
 			}
 		})
 	}
