@@ -53,7 +53,7 @@ type Config struct {
 	Observer Observer
 
 	// Retention is how long frames are kept for FRAME_REQ and resume.
-	// Zero means DefaultRetention.
+	// Zero means DefaultRetention; at most MaxRetention.
 	Retention time.Duration
 	// ConnectTimeout releases a seat admitted but never connected. Zero
 	// means DefaultConnectTimeout.
@@ -139,6 +139,14 @@ const (
 	DefaultReconnectWindow = 60 * time.Second
 	// DefaultMaxDuration is used when RoomConfig.MaxDuration is 0.
 	DefaultMaxDuration = time.Hour
+	// MaxSnapshotInterval bounds RoomConfig.SnapshotInterval: at most this
+	// long of the room's frames (60 s: 3600 frames at 60 Hz), as the
+	// control plane caps snapshot_interval_frames. The frames kept for
+	// snapshots grow with the interval.
+	MaxSnapshotInterval = 60 * time.Second
+	// MaxRetention bounds Config.Retention, which sizes every frame
+	// room's frame index (tick_rate × retention entries).
+	MaxRetention = 10 * time.Minute
 )
 
 // RoomConfig describes one room, as the control plane created it.
@@ -160,6 +168,8 @@ type RoomConfig struct {
 	// CreatedAt. Zero means DefaultMaxDuration.
 	MaxDuration time.Duration
 	// SnapshotInterval is snapshot_interval_frames; 0 turns snapshots off.
+	// At most MaxSnapshotInterval of the room's frames (tick_rate × 60);
+	// ignored, and set to 0, in relay rooms.
 	SnapshotInterval int
 	// CreatedAt is when the room was created. Zero means now.
 	CreatedAt time.Time

@@ -3,6 +3,7 @@ package rooms_test
 import (
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/switchboardgg/switchboard/rooms"
 )
@@ -43,5 +44,11 @@ func TestDefaults(t *testing.T) {
 	}
 	if _, err := rooms.New(rooms.Config{Workers: -1}); err == nil {
 		t.Error("negative Workers accepted")
+	}
+	if _, err := rooms.New(rooms.Config{Retention: rooms.MaxRetention}); err != nil {
+		t.Errorf("Retention at MaxRetention: %v", err)
+	}
+	if _, err := rooms.New(rooms.Config{Retention: rooms.MaxRetention + time.Second}); err == nil {
+		t.Error("Retention over MaxRetention accepted")
 	}
 }

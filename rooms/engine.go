@@ -34,7 +34,8 @@ type Engine struct {
 }
 
 // New returns an engine for cfg. It starts no goroutine: rooms tick once
-// [Engine.Run] runs, or when their Tick is called.
+// [Engine.Run] runs, or when their Tick is called. It fails for a negative
+// limit or a Retention over MaxRetention.
 func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -67,6 +68,9 @@ func New(cfg Config) (*Engine, error) {
 		cfg.MaxRooms < 0 || cfg.FrameReqPerSecond < 0 || cfg.RateLimitSeconds < 0 || cfg.Workers < 0 {
 		return nil, fmt.Errorf("rooms: negative limit in config")
 	}
+	if cfg.Retention > MaxRetention {
+		return nil, fmt.Errorf("rooms: retention %v over the maximum %v", cfg.Retention, MaxRetention)
+	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, pools: newMsgPools(cfg.Header), rooms: make(map[string]*Room)}
 	e.sched = newScheduler(e, cfg.Workers)
 	var b [4]byte
@@ -92,7 +96,8 @@ func (e *Engine) Run(ctx context.Context) error {
 // Open returns the room with rc.ID, creating it from rc when the engine
 // does not run it. It returns ErrDraining while the engine drains,
 // ErrTooManyRooms at Config.MaxRooms and an error wrapping ErrBadConfig for
-// an invalid rc.
+// an invalid rc (a field out of its range, such as a SnapshotInterval over
+// MaxSnapshotInterval of frames).
 func (e *Engine) Open(rc RoomConfig) (*Room, error) {
 	if err := e.fill(&rc); err != nil {
 		return nil, err
@@ -134,9 +139,12 @@ func (e *Engine) fill(rc *RoomConfig) error {
 		return bad("unknown start mode")
 	case rc.ReconnectWindow < 0 || rc.MaxDuration < 0 || rc.SnapshotInterval < 0:
 		return bad("negative duration or interval")
+	case rc.SyncMode == SyncFrame && rc.SnapshotInterval > rc.TickRate*int(MaxSnapshotInterval/time.Second):
+		return bad("snapshot interval over 60 s of frames")
 	}
 	if rc.SyncMode == SyncRelay {
 		rc.TickRate = 0
+		rc.SnapshotInterval = 0
 	}
 	if rc.ReconnectWindow == 0 {
 		rc.ReconnectWindow = DefaultReconnectWindow
@@ -169,8 +177,8 @@ func (e *Engine) newRoom(rc RoomConfig) *Room {
 		// a client that fell out of retention gets the newest snapshot
 		// and every frame after it, and the newest snapshot can be up to
 		// one interval (plus the provider's lag) behind the newest frame.
-		// The extra is bounded by twice the retention (control caps the
-		// interval at 60 s of frames, well within it).
+		// The extra is bounded by twice the retention (fill caps the
+		// interval at 60 s of frames, as control does).
 		slots := int(math.Ceil(float64(rc.TickRate) * e.cfg.Retention.Seconds()))
 		slots += min(2*rc.SnapshotInterval, 2*slots)
 		r.frames = newFrameLog(max(slots, roomwire.MaxFramesPerFrame))

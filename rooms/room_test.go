@@ -855,6 +855,9 @@ func TestOpen(t *testing.T) {
 		{ID: "x", SyncMode: rooms.SyncFrame, TickRate: 30, MaxPlayers: 17, StartMode: rooms.StartAuto},
 		{ID: "x", SyncMode: 3, TickRate: 30, MaxPlayers: 2, StartMode: rooms.StartAuto},
 		{ID: "x", SyncMode: rooms.SyncFrame, TickRate: 30, MaxPlayers: 2},
+		{ID: "x", SyncMode: rooms.SyncFrame, TickRate: 30, MaxPlayers: 2, StartMode: rooms.StartAuto, SnapshotInterval: 30*60 + 1},
+		{ID: "x", SyncMode: rooms.SyncFrame, TickRate: 1, MaxPlayers: 2, StartMode: rooms.StartAuto, SnapshotInterval: 1 << 40},
+		{ID: "x", SyncMode: rooms.SyncFrame, TickRate: 30, MaxPlayers: 2, StartMode: rooms.StartAuto, SnapshotInterval: -1},
 	}
 	for _, rc := range bad {
 		if _, err := h.e.Open(rc); !errors.Is(err, rooms.ErrBadConfig) {
@@ -863,6 +866,19 @@ func TestOpen(t *testing.T) {
 	}
 	if s := h.e.Stats(); s != (rooms.Stats{Waiting: 1}) {
 		t.Errorf("stats %+v", s)
+	}
+
+	// The largest snapshot interval is 60 s of the room's frames; relay
+	// rooms have no frames and ignore it.
+	h = newHarness(t, nil)
+	rc := frameRoom("max")
+	rc.SnapshotInterval = rc.TickRate * 60
+	if r := h.open(rc); r.Config().SnapshotInterval != 1800 {
+		t.Errorf("snapshot interval %d, want 1800", r.Config().SnapshotInterval)
+	}
+	relay := h.open(rooms.RoomConfig{ID: "relay", SyncMode: rooms.SyncRelay, MaxPlayers: 2, StartMode: rooms.StartAuto, SnapshotInterval: 1 << 40})
+	if got := relay.Config().SnapshotInterval; got != 0 {
+		t.Errorf("relay room snapshot interval %d, want 0", got)
 	}
 }
 
