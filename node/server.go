@@ -38,6 +38,8 @@ type Server struct {
 	connSeq  atomic.Uint64
 	draining atomic.Bool
 
+	upgradeHook atomic.Pointer[func()] // tests: runs between upgrade and registration
+
 	startOnce sync.Once
 	startErr  error
 
@@ -300,6 +302,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
+	if h := s.upgradeHook.Load(); h != nil {
+		(*h)()
+	}
 	c := newConn(s, nc, rw.Reader)
 	s.mu.Lock()
 	if s.closed {
@@ -308,7 +313,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.conns[c] = struct{}{}
+	// drain sets draining before it walks s.conns under mu: either it
+	// finds c there, or c sees draining here.
+	draining := s.draining.Load()
 	s.mu.Unlock()
+	if draining {
+		m := s.engine.ErrorMsg(roomwire.CodeNodeDraining, "", nil)
+		c.Close(m)
+		m.Release()
+	}
 	c.serve()
 	s.mu.Lock()
 	delete(s.conns, c)
