@@ -23,9 +23,11 @@ const (
 	DefaultHousekeeping = 100 * time.Millisecond
 	// DefaultMaxRooms bounds the rooms of one engine.
 	DefaultMaxRooms = 10000
-	// DefaultFrameReqPerSecond bounds the FRAME_REQ a seat may send per
-	// second; excess requests are ignored.
-	DefaultFrameReqPerSecond = 10
+	// DefaultFrameReqWindow is the FRAME_REQ budget's period: through
+	// FRAME_REQ a seat receives at most the frames its room keeps per
+	// window (3,600 frames or more per 5 s at 60 Hz); requests over
+	// what is left are ignored.
+	DefaultFrameReqWindow = 5 * time.Second
 	// DefaultRateLimitSeconds is how many consecutive seconds over the
 	// INPUT limit release a seat with ERROR 7.
 	DefaultRateLimitSeconds = 10
@@ -66,9 +68,16 @@ type Config struct {
 	Housekeeping time.Duration
 	// MaxRooms bounds the rooms open at once. Zero means DefaultMaxRooms.
 	MaxRooms int
-	// FrameReqPerSecond bounds FRAME_REQ per seat per second. Zero means
-	// DefaultFrameReqPerSecond.
-	FrameReqPerSecond int
+	// FrameReqWindow budgets the frames a seat receives through FRAME_REQ:
+	// the budget is the number of frames the room keeps (its retention
+	// plus the snapshot margin) and refills at that many per
+	// FrameReqWindow. A request costs the frames it sends, plus the
+	// frames of the room's largest size that its SNAPSHOT would fill, at
+	// least 1 and at most the whole budget; one over what is left is
+	// ignored, and so is one without SNAPSHOT whose frames were sent on
+	// the same connection within the window (they are on their way).
+	// Zero means DefaultFrameReqWindow; at most MaxFrameReqWindow.
+	FrameReqWindow time.Duration
 	// RateLimitSeconds is how many consecutive seconds over the INPUT
 	// limit release a seat. Zero means DefaultRateLimitSeconds.
 	RateLimitSeconds int
@@ -147,6 +156,8 @@ const (
 	// MaxRetention bounds Config.Retention, which sizes every frame
 	// room's frame index (tick_rate × retention entries).
 	MaxRetention = 10 * time.Minute
+	// MaxFrameReqWindow bounds Config.FrameReqWindow.
+	MaxFrameReqWindow = time.Hour
 )
 
 // RoomConfig describes one room, as the control plane created it.

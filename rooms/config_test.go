@@ -23,7 +23,7 @@ func TestDefaults(t *testing.T) {
 		{"CloseLinger", c.CloseLinger, rooms.DefaultCloseLinger},
 		{"Housekeeping", c.Housekeeping, rooms.DefaultHousekeeping},
 		{"MaxRooms", c.MaxRooms, rooms.DefaultMaxRooms},
-		{"FrameReqPerSecond", c.FrameReqPerSecond, rooms.DefaultFrameReqPerSecond},
+		{"FrameReqWindow", c.FrameReqWindow, rooms.DefaultFrameReqWindow},
 		{"RateLimitSeconds", c.RateLimitSeconds, rooms.DefaultRateLimitSeconds},
 		{"Workers", c.Workers, runtime.GOMAXPROCS(0)},
 	}

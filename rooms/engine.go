@@ -35,7 +35,8 @@ type Engine struct {
 
 // New returns an engine for cfg. It starts no goroutine: rooms tick once
 // [Engine.Run] runs, or when their Tick is called. It fails for a negative
-// limit or a Retention over MaxRetention.
+// limit, a Retention over MaxRetention or a FrameReqWindow over
+// MaxFrameReqWindow.
 func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -52,11 +53,9 @@ func New(cfg Config) (*Engine, error) {
 	def(&cfg.ConnectTimeout, DefaultConnectTimeout)
 	def(&cfg.CloseLinger, DefaultCloseLinger)
 	def(&cfg.Housekeeping, DefaultHousekeeping)
+	def(&cfg.FrameReqWindow, DefaultFrameReqWindow)
 	if cfg.MaxRooms == 0 {
 		cfg.MaxRooms = DefaultMaxRooms
-	}
-	if cfg.FrameReqPerSecond == 0 {
-		cfg.FrameReqPerSecond = DefaultFrameReqPerSecond
 	}
 	if cfg.RateLimitSeconds == 0 {
 		cfg.RateLimitSeconds = DefaultRateLimitSeconds
@@ -65,11 +64,14 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
 	if cfg.Retention < 0 || cfg.ConnectTimeout < 0 || cfg.CloseLinger < 0 || cfg.Housekeeping < 0 ||
-		cfg.MaxRooms < 0 || cfg.FrameReqPerSecond < 0 || cfg.RateLimitSeconds < 0 || cfg.Workers < 0 {
+		cfg.MaxRooms < 0 || cfg.FrameReqWindow < 0 || cfg.RateLimitSeconds < 0 || cfg.Workers < 0 {
 		return nil, fmt.Errorf("rooms: negative limit in config")
 	}
 	if cfg.Retention > MaxRetention {
 		return nil, fmt.Errorf("rooms: retention %v over the maximum %v", cfg.Retention, MaxRetention)
+	}
+	if cfg.FrameReqWindow > MaxFrameReqWindow {
+		return nil, fmt.Errorf("rooms: frame request window %v over the maximum %v", cfg.FrameReqWindow, MaxFrameReqWindow)
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, pools: newMsgPools(cfg.Header), rooms: make(map[string]*Room)}
 	e.sched = newScheduler(e, cfg.Workers)
@@ -182,6 +184,8 @@ func (e *Engine) newRoom(rc RoomConfig) *Room {
 		slots := int(math.Ceil(float64(rc.TickRate) * e.cfg.Retention.Seconds()))
 		slots += min(2*rc.SnapshotInterval, 2*slots)
 		r.frames = newFrameLog(max(slots, roomwire.MaxFramesPerFrame))
+		r.reqCap = int64(r.frames.slots)
+		r.frameUnit = 5 + rc.MaxPlayers*(2+roomwire.MaxInputLen)
 		for i := range r.seats {
 			r.seats[i].input = make([]byte, 0, roomwire.MaxInputLen)
 			r.seats[i].times = make([]int64, r.limit)

@@ -113,28 +113,28 @@ func (r *Room) overLimitLocked(s *seat, now int64) bool {
 
 // FrameReq answers a FRAME_REQ for frames from through to with FRAME_BATCH
 // messages of at most 300 frames, in order; frames no longer retained are
-// replaced by the SNAPSHOT when there is one. Requests over
-// Config.FrameReqPerSecond per second are ignored.
+// replaced by the SNAPSHOT when there is one. A request over the seat's
+// budget (see Config.FrameReqWindow) is ignored, and so is one that needs
+// no SNAPSHOT and asks only for frames this connection was sent, for a
+// request or its resume, within the window.
 func (l *Link) FrameReq(from, to uint32) {
 	r := l.r
 	if r.frames == nil {
 		return
 	}
-	sec := r.e.now().Unix()
+	now := r.e.now().UnixNano()
 	r.mu.Lock()
 	defer r.unlock()
 	if !l.attached {
 		return
 	}
 	s := &r.seats[l.seat]
-	if sec != s.reqSec {
-		s.reqSec, s.reqN = sec, 0
-	}
-	if s.reqN >= r.e.cfg.FrameReqPerSecond {
+	c := r.planLocked(from, to)
+	if !c.any() || r.pendingLocked(s, c, now) || !r.chargeLocked(s, r.costLocked(c), now) {
 		return
 	}
-	s.reqN++
-	r.catchUpLocked(l, from, to)
+	s.answered(c, now)
+	r.sendLocked(l, c)
 }
 
 // Custom routes a CUSTOM message to the online seats of the mask to (0: all

@@ -65,6 +65,10 @@ type Room struct {
 	limit    int           // INPUT per second per seat (2 × tick_rate)
 	window   time.Duration // INPUT rate window
 	expireAt time.Time
+	// FRAME_REQ budget per seat in frames (the frames kept), and the
+	// largest frame's size, the unit a SNAPSHOT costs.
+	reqCap    int64
+	frameUnit int
 
 	mu       sync.Mutex
 	state    State

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -297,20 +298,162 @@ func TestFrameReqBatches(t *testing.T) {
 		{800, 900, nil},
 	}
 	for _, tc := range tests {
-		h.clk.Add(time.Second) // stay under FrameReqPerSecond
+		h.clk.Add(rooms.DefaultFrameReqWindow) // a full budget, no recent answer
 		l0.FrameReq(tc.from, tc.to)
 		if got := frameNumbers(p0.take()); !slices.Equal(got, tc.want) {
 			t.Errorf("FRAME_REQ(%d, %d): frames %v, want %v", tc.from, tc.to, got, tc.want)
 		}
 	}
+}
 
-	// Requests over the per-second limit are ignored.
-	h.clk.Add(time.Second)
-	for range rooms.DefaultFrameReqPerSecond + 5 {
-		l0.FrameReq(1, 1)
+// TestFrameReqBudget: FRAME_REQ is budgeted in frames per seat — the
+// frames the room keeps per FrameReqWindow — and a request for frames
+// already on their way to the connection is ignored.
+func TestFrameReqBudget(t *testing.T) {
+	h := newHarness(t, func(c *rooms.Config) { c.Retention = 10 * time.Second })
+	rc := frameRoom("budget")
+	rc.TickRate = 10 // 100 frames kept: a budget of 100 frames, 20 more per second
+	r := h.open(rc)
+	l0, p0, _ := h.join(r, 0)
+	for range 150 {
+		h.tick(r)
 	}
-	if got := len(p0.take()); got != rooms.DefaultFrameReqPerSecond {
-		t.Errorf("answered %d FRAME_REQ in a second, want %d", got, rooms.DefaultFrameReqPerSecond)
+	p0.take()
+	steps := []struct {
+		name     string
+		advance  time.Duration
+		from, to uint32
+		want     []uint32
+	}{
+		{"half the budget", 0, 51, 100, seq(51, 100)},
+		{"the other half", 0, 101, 150, seq(101, 150)},
+		{"being answered", 0, 120, 150, nil},
+		{"over the budget", 0, 51, 60, nil},
+		{"refilled for 10 frames", 500 * time.Millisecond, 1, 60, seq(51, 60)},
+		{"empty again", 0, 61, 61, nil},
+		{"answered again once the window passed", rooms.DefaultFrameReqWindow, 51, 60, seq(51, 60)},
+		{"beyond the answer", 0, 55, 65, seq(55, 65)},
+		{"nothing to send is free", 0, 151, 200, nil},
+		{"the rest of the budget", 0, 51, 129, seq(51, 129)},
+		{"spent", 0, 130, 130, nil},
+		{"one frame refilled", 50 * time.Millisecond, 130, 130, seq(130, 130)},
+		{"spent again", 0, 131, 131, nil},
+	}
+	for _, st := range steps {
+		h.clk.Add(st.advance)
+		l0.FrameReq(st.from, st.to)
+		if got := frameNumbers(p0.take()); !slices.Equal(got, st.want) {
+			t.Errorf("%s: FRAME_REQ(%d, %d) sent %v, want %v", st.name, st.from, st.to, got, st.want)
+		}
+	}
+
+	// The budget belongs to the seat, not the connection; the memory of
+	// what was answered belongs to the connection.
+	h.clk.Add(250 * time.Millisecond) // 5 frames
+	p := &peer{t: t}
+	l, err := r.Join(0, session(0), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.take()
+	l.FrameReq(146, 150)
+	if got := frameNumbers(p.take()); !slices.Equal(got, seq(146, 150)) {
+		t.Errorf("new connection: %v, want 146..150", got)
+	}
+	l.FrameReq(100, 100)
+	if got := frameNumbers(p.take()); got != nil {
+		t.Errorf("new connection, budget spent: %v, want nothing", got)
+	}
+}
+
+// TestFrameReqSnapshotCost: a SNAPSHOT costs the frames of the room's
+// largest size (4 seats: 525 bytes) it would fill, and a request that
+// needs one is never taken for a duplicate.
+func TestFrameReqSnapshotCost(t *testing.T) {
+	h := newHarness(t, func(c *rooms.Config) { c.Retention = 10 * time.Second })
+	rc := frameRoom("snapcost")
+	rc.TickRate = 10
+	rc.SnapshotInterval = 50 // 200 frames kept: the budget
+	r := h.open(rc)
+	l0, p0, _ := h.join(r, 0)
+	for range 300 { // retained: 101..300
+		h.tick(r)
+	}
+	l0.SnapshotPut(250, make([]byte, 100*525-8)) // 52,500 bytes with its header: 100 frames
+	p0.take()
+	l0.FrameReq(1, 300) // 100 + 50 frames
+	ms := p0.take()
+	if len(only[*roomwire.Snapshot](ms)) != 1 || !slices.Equal(frameNumbers(ms), seq(251, 300)) {
+		t.Fatalf("got %v %v, want SNAPSHOT and 251..300", types(ms), frameNumbers(ms))
+	}
+	l0.FrameReq(1, 300)
+	if ms := p0.take(); len(ms) != 0 {
+		t.Errorf("over the budget: got %v, want nothing", types(ms))
+	}
+	l0.FrameReq(101, 150)
+	if got := frameNumbers(p0.take()); !slices.Equal(got, seq(101, 150)) {
+		t.Errorf("the rest of the budget: %v, want 101..150", got)
+	}
+}
+
+// refusingPeer accepts the first ok messages, then refuses every Send.
+type refusingPeer struct {
+	ok, sends int
+	closed    bool
+}
+
+func (p *refusingPeer) Send(*rooms.Msg) bool { p.sends++; return p.sends <= p.ok }
+func (p *refusingPeer) Close(*rooms.Msg)     { p.closed = true }
+
+// TestCatchUpStopsAtDeadPeer: once a peer refuses a FRAME_BATCH the rest
+// of the answer is not built, and the connection is dropped.
+func TestCatchUpStopsAtDeadPeer(t *testing.T) {
+	var built atomic.Int64 // messages sealed: Header runs once for each
+	h := newHarness(t, func(c *rooms.Config) {
+		c.Header = func(b []byte, n int) int { built.Add(1); return testHeader(b, n) }
+	})
+	r := h.open(frameRoom("dead"))
+	_, _, w := h.join(r, 0)
+	_, p1, _ := h.join(r, 1)
+	for range 1000 { // 4 batches of catch-up
+		h.tick(r)
+	}
+	r.Tick(h.clk.Add(rooms.DefaultReconnectWindow / 2)) // seat 0 went silent; the frames stay
+	p1.take()
+	for _, tc := range []struct {
+		name string
+		run  func(p *refusingPeer)
+	}{
+		{"resume", func(p *refusingPeer) {
+			if _, err := r.Resume(h.resumeToken(w), 0, p); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"frame_req", func(p *refusingPeer) {
+			l, err := r.Join(0, session(0), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.FrameReq(1, 1000)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &refusingPeer{ok: 2} // WELCOME and the first batch
+			before := built.Load()
+			tc.run(p)
+			if p.sends != 3 || !p.closed {
+				t.Errorf("%d sends, closed %v; want 3 (WELCOME, a batch, the refused one), closed", p.sends, p.closed)
+			}
+			// Resume: ERROR replaced to the old connection, WELCOME, two
+			// batches, MEMBER offline. FRAME_REQ: WELCOME, MEMBER online,
+			// two batches, MEMBER offline.
+			if n := built.Load() - before; n != 5 {
+				t.Errorf("%d messages built, want the batches to stop at the refused one", n)
+			}
+			if got := only[*roomwire.Member](p1.take()); len(got) == 0 || got[len(got)-1].Kind != roomwire.MemberOffline {
+				t.Errorf("others got %+v, want MEMBER offline last", got)
+			}
+		})
 	}
 }
 
@@ -326,7 +469,7 @@ func TestRetentionAndSnapshot(t *testing.T) {
 	}
 	p0.take()
 
-	h.clk.Add(time.Second)
+	h.clk.Add(rooms.DefaultFrameReqWindow) // a full budget
 	l0.FrameReq(1, 250)
 	if got := frameNumbers(p0.take()); !slices.Equal(got, seq(51, 250)) {
 		t.Fatalf("no snapshot: frames %d..., want retained 51..250", got[:1])
@@ -335,7 +478,7 @@ func TestRetentionAndSnapshot(t *testing.T) {
 	l0.SnapshotPut(180, []byte("state@180"))
 	l0.SnapshotPut(170, []byte("older")) // not newer: ignored
 	l0.SnapshotPut(251, []byte("future"))
-	h.clk.Add(time.Second)
+	h.clk.Add(rooms.DefaultFrameReqWindow) // a full budget
 	l0.FrameReq(1, 250)
 	ms := p0.take()
 	snaps := only[*roomwire.Snapshot](ms)
@@ -347,7 +490,7 @@ func TestRetentionAndSnapshot(t *testing.T) {
 	}
 
 	// Frames still retained need no snapshot.
-	h.clk.Add(time.Second)
+	h.clk.Add(rooms.DefaultFrameReqWindow) // a full budget
 	l0.FrameReq(160, 170)
 	ms = p0.take()
 	if len(only[*roomwire.Snapshot](ms)) != 0 || !slices.Equal(frameNumbers(ms), seq(160, 170)) {
@@ -361,7 +504,7 @@ func TestRetentionAndSnapshot(t *testing.T) {
 		h.tick(r)
 	}
 	p0.take()
-	h.clk.Add(time.Second)
+	h.clk.Add(rooms.DefaultFrameReqWindow) // a full budget
 	l0.FrameReq(1, 400)
 	ms = p0.take()
 	if ms[0].Type() != roomwire.TypeSnapshot || !slices.Equal(frameNumbers(ms), seq(201, 400)) {
@@ -375,7 +518,7 @@ func TestRetentionAndSnapshot(t *testing.T) {
 		h.tick(r)
 	}
 	p0.take()
-	h.clk.Add(time.Second)
+	h.clk.Add(rooms.DefaultFrameReqWindow) // a full budget
 	l0.FrameReq(1, 650)
 	ms = p0.take()
 	if ms[0].Type() != roomwire.TypeSnapshot || !slices.Equal(frameNumbers(ms), seq(451, 650)) {

@@ -35,8 +35,16 @@ type seat struct {
 	tHead, tN int
 	overSec   int64 // last second in which an input was dropped
 	overRun   int   // consecutive seconds with drops, ending at overSec
-	reqSec    int64 // second of the FRAME_REQ count
-	reqN      int
+
+	// FRAME_REQ budget: what was charged, as of reqAt (UnixNano), in
+	// units of 1/FrameReqWindow-ns frames, so that it drains by Room.reqCap
+	// units a nanosecond; zero is a full budget.
+	reqUsed int64
+	reqAt   int64
+	// The frames last sent on the current connection as a FRAME_REQ or
+	// resume answer, and when; ansTo is 0 when none.
+	ansFrom, ansTo uint32
+	ansAt          int64
 }
 
 // Peer is a connection as a room sees it; the transport implements it.
@@ -143,6 +151,7 @@ func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*
 	wasOnline := s.status == seatOnline
 	s.status = seatOnline
 	s.gen++
+	s.ansTo = 0
 	l := &Link{r: r, seat: i, peer: peer, conv: r.e.conv.Add(1), attached: true}
 	s.link = l
 
@@ -184,7 +193,10 @@ func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*
 	l.send(m)
 	m.Release()
 	if resume {
-		r.catchUpLocked(l, lastFrame+1, r.frame)
+		if c := r.planLocked(lastFrame+1, r.frame); c.any() {
+			s.answered(c, r.e.now().UnixNano())
+			r.sendLocked(l, c)
+		}
 	}
 	if !wasOnline {
 		r.emit(Event{Kind: SeatOnline, Seat: i, SessionID: s.sessionID})
@@ -294,26 +306,98 @@ func (r *Room) errorLocked(code uint8, reason string, result []byte) *Msg {
 	return r.e.errorMsg(code, reason, result)
 }
 
-// catchUpLocked sends frames from through to as FRAME_BATCH messages of at
-// most 300 frames. When from is no longer retained it sends the SNAPSHOT
-// first, when there is one, and continues after it.
-func (r *Room) catchUpLocked(l *Link, from, to uint32) {
+// catchUp is what answers a request for a range of frames: the SNAPSHOT
+// when snap is set, then frames from through to (none when from > to).
+type catchUp struct {
+	snap     bool
+	from, to uint32
+}
+
+// any reports whether c sends anything.
+func (c catchUp) any() bool { return c.snap || c.from <= c.to }
+
+// planLocked returns the answer to a request for frames from through to:
+// the retained ones, and when from is no longer retained the SNAPSHOT
+// first, when there is one, and the frames after it.
+func (r *Room) planLocked(from, to uint32) catchUp {
+	none := catchUp{from: 1, to: 0}
 	if r.frames == nil || r.frames.first == 0 {
-		return
+		return none
 	}
 	from = max(from, 1)
 	to = min(to, r.frame)
 	if from > to {
-		return
+		return none
 	}
+	c := catchUp{from: from, to: to}
 	if from < r.frames.first {
 		if r.snap != nil {
-			l.send(r.snap)
-			from = max(from, r.snapAt+1)
+			c.snap = true
+			c.from = max(c.from, r.snapAt+1)
 		}
-		from = max(from, r.frames.first)
+		c.from = max(c.from, r.frames.first)
 	}
-	for from <= to && from != 0 {
+	return c
+}
+
+// costLocked returns what c costs in frames against a seat's FRAME_REQ
+// budget: its frames, plus the frames of the room's largest size that
+// its SNAPSHOT would fill; at least 1, at most the whole budget.
+func (r *Room) costLocked(c catchUp) int64 {
+	n := int64(0)
+	if c.from <= c.to {
+		n = int64(c.to-c.from) + 1
+	}
+	if c.snap {
+		n += int64((len(r.snap.Payload()) + r.frameUnit - 1) / r.frameUnit)
+	}
+	return min(max(n, 1), r.reqCap)
+}
+
+// chargeLocked takes cost frames from seat s's FRAME_REQ budget at now
+// (UnixNano) and reports whether they were there; when not, it takes
+// nothing. The budget holds r.reqCap frames and refills at that many per
+// Config.FrameReqWindow.
+func (r *Room) chargeLocked(s *seat, cost, now int64) bool {
+	window := int64(r.e.cfg.FrameReqWindow)
+	if d := now - s.reqAt; d >= window {
+		s.reqUsed = 0
+	} else if d > 0 {
+		s.reqUsed = max(s.reqUsed-d*r.reqCap, 0)
+	}
+	s.reqAt = max(now, s.reqAt)
+	if s.reqUsed+cost*window > r.reqCap*window {
+		return false
+	}
+	s.reqUsed += cost * window
+	return true
+}
+
+// answered notes that c is being sent on the seat's connection at now.
+func (s *seat) answered(c catchUp, now int64) {
+	if c.from <= c.to {
+		s.ansFrom, s.ansTo, s.ansAt = c.from, c.to, now
+	}
+}
+
+// pendingLocked reports whether the frames of c, which has no SNAPSHOT,
+// were sent on the seat's connection less than Config.FrameReqWindow
+// before now: they are on their way.
+func (r *Room) pendingLocked(s *seat, c catchUp, now int64) bool {
+	return !c.snap && s.ansTo != 0 && c.from >= s.ansFrom && c.to <= s.ansTo &&
+		now-s.ansAt < int64(r.e.cfg.FrameReqWindow)
+}
+
+// sendLocked sends c to l: the SNAPSHOT, then the frames as FRAME_BATCH
+// messages of at most 300 frames. It stops as soon as l's peer refuses a
+// message: the connection is dropped, and building the rest (up to
+// megabytes, with the room locked) would be wasted.
+func (r *Room) sendLocked(l *Link, c catchUp) {
+	if c.snap {
+		l.send(r.snap)
+	}
+	from, to := c.from, c.to
+	for from <= to && from != 0 && !l.dead {
 		end := to
 		if end-from >= roomwire.MaxFramesPerBatch {
 			end = from + roomwire.MaxFramesPerBatch - 1
