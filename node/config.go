@@ -30,7 +30,8 @@ const (
 	// resume). A resume catch-up takes up to 14 of them.
 	DefaultSendQueueDepth = 256
 	// DefaultHandshakeTimeout bounds the time from accepting a connection
-	// to its handshake message (the seed's 10 s).
+	// to its handshake message, the HTTP upgrade included (the seed's
+	// 10 s).
 	DefaultHandshakeTimeout = 10 * time.Second
 	// DefaultIdleTimeout drops a connection that sent no im.game.v1
 	// message for this long (the seed's 10 s).

@@ -30,6 +30,7 @@ type conn struct {
 	nc         net.Conn
 	br         *bufio.Reader
 	id         uint64
+	hsDeadline time.Time // the handshake must be read by then
 	wake       chan struct{} // capacity 1: the writer has work
 	readerDone chan struct{} // closed when the reader stops
 	writerDone chan struct{} // closed when the writer has closed nc
@@ -79,13 +80,14 @@ type sendQueue struct {
 	reason    string // first reason the connection is ending, for the metric
 }
 
-func newConn(s *Server, nc net.Conn, br *bufio.Reader) *conn {
+func newConn(s *Server, nc net.Conn, br *bufio.Reader, hsDeadline time.Time) *conn {
 	id := s.connSeq.Add(1)
 	c := &conn{
 		s:          s,
 		nc:         nc,
 		br:         br,
 		id:         id,
+		hsDeadline: hsDeadline,
 		wake:       make(chan struct{}, 1),
 		readerDone: make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -214,7 +216,7 @@ func (c *conn) serve() {
 // readLoop reads messages until the connection fails or closes, and
 // returns why, with the close code to send.
 func (c *conn) readLoop() (string, ws.StatusCode) {
-	_ = c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.HandshakeTimeout))
+	_ = c.nc.SetReadDeadline(c.hsDeadline)
 	handshaken := false
 	for {
 		op, p, err := c.readMessage(handshaken)

@@ -10,7 +10,9 @@
 //
 // # Connections
 //
-// A connection must send its handshake within Config.HandshakeTimeout:
+// A connection must send its handshake within Config.HandshakeTimeout of
+// the start of its HTTP request (under Serve, the accept; a connection
+// carries one request, keep-alives are off):
 // HELLO with a connect ticket (checked in this order: signature → ERROR 1,
 // expiry → ERROR 2, already used → ERROR 2, room not on this node or ended
 // → ERROR 3, seat → ERROR 4 room_full or 5 seat_taken) or RESUME with a

@@ -179,9 +179,14 @@ func (s *Server) Serve(ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: s.cfg.HandshakeTimeout,
-		IdleTimeout:       s.cfg.HandshakeTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		// The handshake timeout counts from the start of the request,
+		// which is the accept: a connection carries one request.
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, acceptedKey{}, time.Now())
+		},
 	}
+	hs.SetKeepAlivesEnabled(false)
 	s.servers = append(s.servers, hs)
 	s.mu.Unlock()
 
@@ -262,9 +267,19 @@ func (s *Server) putNode(ctx context.Context) {
 	}
 }
 
+// acceptedKey is the context key of the time a connection was accepted.
+type acceptedKey struct{}
+
 // ServeHTTP upgrades GET /game/v1/ws to a WebSocket connection offering
-// the im.game.v1 subprotocol and serves it until it closes.
+// the im.game.v1 subprotocol and serves it until it closes. The handshake
+// must arrive within Config.HandshakeTimeout of the start of the request
+// (the accept, under Serve).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start, ok := r.Context().Value(acceptedKey{}).(time.Time)
+	if !ok {
+		start = time.Now()
+	}
+	deadline := start.Add(s.cfg.HandshakeTimeout)
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -291,8 +306,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.connWG.Done()
 	defer s.nconns.Add(-1)
 
+	wait := time.Until(deadline)
+	if wait <= 0 { // the request took the whole handshake time
+		http.Error(w, "handshake timeout", http.StatusRequestTimeout)
+		return
+	}
 	up := ws.HTTPUpgrader{
-		Timeout:  s.cfg.WriteTimeout,
+		Timeout:  min(s.cfg.WriteTimeout, wait),
 		Protocol: func(p string) bool { return p == Subprotocol },
 	}
 	nc, rw, _, err := up.Upgrade(r, w)
@@ -305,7 +325,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h := s.upgradeHook.Load(); h != nil {
 		(*h)()
 	}
-	c := newConn(s, nc, rw.Reader)
+	c := newConn(s, nc, rw.Reader, deadline)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
