@@ -30,7 +30,7 @@ type conn struct {
 	nc         net.Conn
 	br         *bufio.Reader
 	id         uint64
-	hsDeadline time.Time // the handshake must be read by then
+	hsDeadline time.Time     // the handshake must be read by then
 	wake       chan struct{} // capacity 1: the writer has work
 	readerDone chan struct{} // closed when the reader stops
 	writerDone chan struct{} // closed when the writer has closed nc
