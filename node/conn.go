@@ -275,6 +275,10 @@ func (c *conn) readError(err error, handshaken bool) (string, ws.StatusCode) {
 	case !handshaken && errors.As(err, &ne) && ne.Timeout():
 		c.atBoundary.Store(true) // only await waits without a frame begun
 		return discHandshakeTimout, ws.StatusNormalClosure
+	case errors.As(err, &ne) && ne.Timeout() && time.Since(c.lastMsg) >= c.s.cfg.IdleTimeout:
+		// The idle deadline fired inside a frame (control frames and
+		// text do not count as messages): idle all the same.
+		return discIdle, ws.StatusNormalClosure
 	}
 	return discNetwork, ws.StatusNormalClosure
 }

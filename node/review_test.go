@@ -3,15 +3,21 @@ package node_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/gobwas/ws"
+	"github.com/gobwas/ws/wsutil"
+
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
+	"github.com/switchboardgg/switchboard/roomdb"
 )
 
 // TestDrainDuringUpgrade: a connection upgraded while the node starts
@@ -84,4 +90,85 @@ func TestHandshakeDeadlineFromRequestStart(t *testing.T) {
 	waitFor(t, "handshake_timeout counted", func() bool {
 		return e.counter("switchboard_node_disconnects_total", "reason", "handshake_timeout") == 1
 	})
+}
+
+// TestIdleNotNetwork: a client that sends no im.game.v1 message for the
+// idle timeout is dropped as idle (MEMBER offline "timeout"), whatever
+// else it sends and wherever the read stands when the timeout fires.
+func TestIdleNotNetwork(t *testing.T) {
+	tests := []struct {
+		name string
+		send func(c *client, stop <-chan struct{})
+	}{
+		{"websocket pings", func(c *client, stop <-chan struct{}) {
+			every(stop, 20*time.Millisecond, func() {
+				c.mu.Lock()
+				_ = ws.WriteFrame(c.nc, ws.MaskFrame(ws.NewPingFrame([]byte("hi"))))
+				c.mu.Unlock()
+			})
+		}},
+		{"text frames", func(c *client, stop <-chan struct{}) {
+			every(stop, 20*time.Millisecond, func() {
+				c.mu.Lock()
+				_ = wsutil.WriteClientText(c.nc, []byte("hello"))
+				c.mu.Unlock()
+			})
+		}},
+		{"a frame begun", func(c *client, _ <-chan struct{}) {
+			c.mu.Lock()
+			_, _ = c.nc.Write([]byte{0x89, 0x85}) // a masked ping of 5 bytes: no mask, no payload
+			c.mu.Unlock()
+		}},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, false, func(c *node.Config) {
+				c.IdleTimeout = 300 * time.Millisecond
+				c.CloseWait = 50 * time.Millisecond
+			})
+			rec := record(fmt.Sprintf("idle%d", i), func(r *roomdb.Room) { r.StartMode = roomdb.StartManual })
+			quiet, _ := e.join(rec, 0)
+			watcher, _ := e.join(rec, 1)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			wg.Go(func() { tc.send(quiet, stop) })
+			wg.Go(func() {
+				every(stop, 50*time.Millisecond, func() { // the watcher stays active
+					b, _ := roomwire.Append(nil, &roomwire.Ping{})
+					_ = watcher.sendRaw(b)
+				})
+			})
+			for {
+				m := expect[*roomwire.Member](watcher)
+				if m.Seat == 0 && m.Kind == roomwire.MemberOffline {
+					if m.Reason != "timeout" {
+						t.Errorf("MEMBER offline reason %q, want timeout", m.Reason)
+					}
+					break
+				}
+			}
+			close(stop)
+			wg.Wait()
+			waitFor(t, "idle_timeout counted", func() bool {
+				return e.counter("switchboard_node_disconnects_total", "reason", "idle_timeout") == 1
+			})
+			if got := e.counter("switchboard_node_disconnects_total", "reason", "network"); got != 0 {
+				t.Errorf("disconnects_total{network} = %v", got)
+			}
+		})
+	}
+}
+
+// every runs f every d until stop is closed.
+func every(stop <-chan struct{}, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			f()
+		}
+	}
 }
