@@ -31,6 +31,16 @@ const (
 	// DefaultRateLimitSeconds is how many consecutive seconds over the
 	// INPUT limit release a seat with ERROR 7.
 	DefaultRateLimitSeconds = 10
+	// DefaultCustomRate and DefaultCustomBurst bound the CUSTOM messages
+	// a seat sends: 60 a second, 120 at once.
+	DefaultCustomRate  = 60
+	DefaultCustomBurst = 120
+	// DefaultCustomByteRate and DefaultCustomByteBurst bound their data
+	// bytes: 64 KiB a second, 128 KiB at once.
+	DefaultCustomByteRate  = 64 << 10
+	DefaultCustomByteBurst = 128 << 10
+	// MaxCustomLimit bounds the four CUSTOM limits of [Config].
+	MaxCustomLimit = 1 << 30
 )
 
 // Config configures an [Engine]. The zero value works, except that rooms
@@ -81,6 +91,16 @@ type Config struct {
 	// RateLimitSeconds is how many consecutive seconds over the INPUT
 	// limit release a seat. Zero means DefaultRateLimitSeconds.
 	RateLimitSeconds int
+	// CustomRate and CustomBurst are the token bucket of the CUSTOM
+	// messages each seat sends (messages per second, and at once);
+	// CustomByteRate and CustomByteBurst that of their data bytes. A
+	// CUSTOM that either bucket cannot pay for is dropped silently, so
+	// that one player's flood cannot make the others slow consumers.
+	// Zero means DefaultCustomRate, DefaultCustomBurst,
+	// DefaultCustomByteRate and DefaultCustomByteBurst; each is at most
+	// MaxCustomLimit, and CustomByteBurst at least roomwire.MaxCustomLen.
+	CustomRate, CustomBurst         int
+	CustomByteRate, CustomByteBurst int
 	// Workers is the number of tick scheduler goroutines [Engine.Run]
 	// starts. Zero means runtime.GOMAXPROCS(0).
 	Workers int

@@ -26,6 +26,10 @@ func TestDefaults(t *testing.T) {
 		{"FrameReqWindow", c.FrameReqWindow, rooms.DefaultFrameReqWindow},
 		{"RateLimitSeconds", c.RateLimitSeconds, rooms.DefaultRateLimitSeconds},
 		{"Workers", c.Workers, runtime.GOMAXPROCS(0)},
+		{"CustomRate", c.CustomRate, rooms.DefaultCustomRate},
+		{"CustomBurst", c.CustomBurst, rooms.DefaultCustomBurst},
+		{"CustomByteRate", c.CustomByteRate, rooms.DefaultCustomByteRate},
+		{"CustomByteBurst", c.CustomByteBurst, rooms.DefaultCustomByteBurst},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {
@@ -42,13 +46,21 @@ func TestDefaults(t *testing.T) {
 	if rc := r.Config(); rc.ReconnectWindow != rooms.DefaultReconnectWindow || rc.MaxDuration != rooms.DefaultMaxDuration || rc.CreatedAt.IsZero() {
 		t.Errorf("room defaults %+v", rc)
 	}
-	if _, err := rooms.New(rooms.Config{Workers: -1}); err == nil {
-		t.Error("negative Workers accepted")
+	bad := []rooms.Config{
+		{Workers: -1},
+		{Retention: rooms.MaxRetention + time.Second},
+		{FrameReqWindow: rooms.MaxFrameReqWindow + time.Second},
+		{CustomRate: -1},
+		{CustomBurst: rooms.MaxCustomLimit + 1},
+		{CustomByteRate: rooms.MaxCustomLimit + 1},
+		{CustomByteBurst: 1023}, // a 1024-byte CUSTOM could never pass
 	}
-	if _, err := rooms.New(rooms.Config{Retention: rooms.MaxRetention}); err != nil {
-		t.Errorf("Retention at MaxRetention: %v", err)
+	for _, cfg := range bad {
+		if _, err := rooms.New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted", cfg)
+		}
 	}
-	if _, err := rooms.New(rooms.Config{Retention: rooms.MaxRetention + time.Second}); err == nil {
-		t.Error("Retention over MaxRetention accepted")
+	if _, err := rooms.New(rooms.Config{Retention: rooms.MaxRetention, FrameReqWindow: rooms.MaxFrameReqWindow, CustomByteBurst: rooms.MaxCustomLimit}); err != nil {
+		t.Errorf("limits at their maximum: %v", err)
 	}
 }

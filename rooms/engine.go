@@ -35,8 +35,8 @@ type Engine struct {
 
 // New returns an engine for cfg. It starts no goroutine: rooms tick once
 // [Engine.Run] runs, or when their Tick is called. It fails for a negative
-// limit, a Retention over MaxRetention or a FrameReqWindow over
-// MaxFrameReqWindow.
+// limit, a Retention over MaxRetention, a FrameReqWindow over
+// MaxFrameReqWindow and a CUSTOM limit out of its range.
 func New(cfg Config) (*Engine, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -59,6 +59,25 @@ func New(cfg Config) (*Engine, error) {
 	}
 	if cfg.RateLimitSeconds == 0 {
 		cfg.RateLimitSeconds = DefaultRateLimitSeconds
+	}
+	for _, l := range []struct {
+		v   *int
+		def int
+	}{
+		{&cfg.CustomRate, DefaultCustomRate},
+		{&cfg.CustomBurst, DefaultCustomBurst},
+		{&cfg.CustomByteRate, DefaultCustomByteRate},
+		{&cfg.CustomByteBurst, DefaultCustomByteBurst},
+	} {
+		if *l.v == 0 {
+			*l.v = l.def
+		}
+		if *l.v < 0 || *l.v > MaxCustomLimit {
+			return nil, fmt.Errorf("rooms: CUSTOM limit %d out of range 1-%d", *l.v, MaxCustomLimit)
+		}
+	}
+	if cfg.CustomByteBurst < roomwire.MaxCustomLen {
+		return nil, fmt.Errorf("rooms: CustomByteBurst %d below the largest CUSTOM (%d bytes)", cfg.CustomByteBurst, roomwire.MaxCustomLen)
 	}
 	if cfg.Workers == 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)

@@ -139,12 +139,14 @@ func (l *Link) FrameReq(from, to uint32) {
 
 // Custom routes a CUSTOM message to the online seats of the mask to (0: all
 // of them), never back to the sender, with from set to the sender's seat and
-// to as sent. Seats offline miss it.
+// to as sent. Seats offline miss it. Messages over the seat's CUSTOM rate
+// (Config.CustomRate and the others) are dropped.
 func (l *Link) Custom(to uint16, reliable bool, data []byte) {
 	r := l.r
 	if len(data) > roomwire.MaxCustomLen {
 		return
 	}
+	now := r.e.now().UnixNano()
 	r.mu.Lock()
 	defer r.unlock()
 	if !l.attached || r.state >= StateEnding {
@@ -161,7 +163,7 @@ func (l *Link) Custom(to uint16, reliable bool, data []byte) {
 			n++
 		}
 	}
-	if n == 0 {
+	if n == 0 || !r.customRateLocked(&r.seats[l.seat], len(data), now) {
 		return
 	}
 	// CUSTOM: u16 to, u8 from, bool reliable, bytes data.
@@ -179,6 +181,20 @@ func (l *Link) Custom(to uint16, reliable bool, data []byte) {
 		}
 	}
 	m.Release()
+}
+
+// customRateLocked charges a CUSTOM of size bytes to seat s at now
+// (UnixNano) and reports whether both of its buckets could pay for it.
+func (r *Room) customRateLocked(s *seat, size int, now int64) bool {
+	c := &r.e.cfg
+	s.custMsgs.refill(now, int64(c.CustomRate))
+	s.custBytes.refill(now, int64(c.CustomByteRate))
+	if !s.custMsgs.fits(1, int64(c.CustomBurst)) || !s.custBytes.fits(int64(size), int64(c.CustomByteBurst)) {
+		return false
+	}
+	s.custMsgs.take(1)
+	s.custBytes.take(int64(size))
+	return true
 }
 
 // Ready marks the seat ready; an all_ready room starts once every online

@@ -685,6 +685,88 @@ func TestCustomRouting(t *testing.T) {
 	}
 }
 
+// TestCustomRateLimit: each seat's CUSTOM goes through a token bucket of
+// messages and one of bytes; the excess is dropped, the recipients stay
+// connected and the other seats keep their own budget.
+func TestCustomRateLimit(t *testing.T) {
+	count := func(ps ...*peer) []int {
+		var n []int
+		for _, p := range ps {
+			n = append(n, len(only[*roomwire.Custom](p.take())))
+		}
+		return n
+	}
+	t.Run("messages", func(t *testing.T) {
+		h := newHarness(t, nil)
+		r := h.open(rooms.RoomConfig{ID: "cr", SyncMode: rooms.SyncRelay, MaxPlayers: 3, StartMode: rooms.StartManual})
+		l0, p0, _ := h.join(r, 0)
+		l1, p1, _ := h.join(r, 1)
+		_, p2, _ := h.join(r, 2)
+		for _, p := range []*peer{p0, p1, p2} {
+			p.take()
+		}
+		steps := []struct {
+			name    string
+			advance time.Duration
+			send    int
+			want    int
+		}{
+			{"a burst", 0, rooms.DefaultCustomBurst + 80, rooms.DefaultCustomBurst},
+			{"a second refills its rate", time.Second, 100, rooms.DefaultCustomRate},
+			{"empty", 0, 1, 0},
+			{"a tenth of a second refills a tenth", time.Second / 10, 10, rooms.DefaultCustomRate / 10},
+		}
+		for _, st := range steps {
+			h.clk.Add(st.advance)
+			for range st.send {
+				l0.Custom(0, true, []byte("0123456789"))
+			}
+			if got := count(p1, p2); !slices.Equal(got, []int{st.want, st.want}) {
+				t.Errorf("%s: delivered %v of %d, want %d each", st.name, got, st.send, st.want)
+			}
+		}
+		for range rooms.DefaultCustomBurst {
+			l1.Custom(0b1, false, nil) // empty, yet a message
+		}
+		l1.Custom(0b1, false, nil)
+		if got := count(p0); got[0] != rooms.DefaultCustomBurst {
+			t.Errorf("another seat's own budget: %d delivered, want %d", got[0], rooms.DefaultCustomBurst)
+		}
+		if p1.isClosed() || p2.isClosed() || p0.isClosed() {
+			t.Error("a connection closed over a CUSTOM flood")
+		}
+	})
+	t.Run("bytes", func(t *testing.T) {
+		h := newHarness(t, func(c *rooms.Config) { c.CustomByteRate, c.CustomByteBurst = 1024, 4096 })
+		r := h.open(rooms.RoomConfig{ID: "cb", SyncMode: rooms.SyncRelay, MaxPlayers: 2, StartMode: rooms.StartManual})
+		l0, _, _ := h.join(r, 0)
+		_, p1, _ := h.join(r, 1)
+		p1.take()
+		full, half := make([]byte, roomwire.MaxCustomLen), make([]byte, 512)
+		steps := []struct {
+			name    string
+			advance time.Duration
+			data    []byte
+			send    int
+			want    int
+		}{
+			{"a burst", 0, full, 10, 4},
+			{"a second refills 1 KiB", time.Second, full, 3, 1},
+			{"half a second refills half", time.Second / 2, half, 2, 1},
+			{"a small one waits too", 0, []byte{1}, 1, 0},
+		}
+		for _, st := range steps {
+			h.clk.Add(st.advance)
+			for range st.send {
+				l0.Custom(0, false, st.data)
+			}
+			if got := count(p1)[0]; got != st.want {
+				t.Errorf("%s: delivered %d of %d, want %d", st.name, got, st.send, st.want)
+			}
+		}
+	})
+}
+
 func lastInput(t *testing.T, p *peer, seat uint8) string {
 	t.Helper()
 	fs := only[*roomwire.Frame](p.take())

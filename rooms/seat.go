@@ -45,7 +45,36 @@ type seat struct {
 	// resume answer, and when; ansTo is 0 when none.
 	ansFrom, ansTo uint32
 	ansAt          int64
+
+	// CUSTOM rate: messages and data bytes.
+	custMsgs, custBytes bucket
 }
+
+// bucket is a token bucket kept as what was spent, in billionths of a
+// token, as of at (UnixNano), so that it drains by its rate per second
+// units a nanosecond. The zero bucket is full.
+type bucket struct {
+	spent, at int64
+}
+
+// refill drains what the time since b.at has paid back, at rate tokens a
+// second.
+func (b *bucket) refill(now, rate int64) {
+	if d := now - b.at; d > 0 {
+		if d >= b.spent/rate+1 {
+			b.spent = 0
+		} else {
+			b.spent -= d * rate
+		}
+	}
+	b.at = max(b.at, now)
+}
+
+// fits reports whether n more tokens fit a bucket of burst tokens.
+func (b *bucket) fits(n, burst int64) bool { return b.spent+n*1e9 <= burst*1e9 }
+
+// take spends n tokens.
+func (b *bucket) take(n int64) { b.spent += n * 1e9 }
 
 // Peer is a connection as a room sees it; the transport implements it.
 type Peer interface {
