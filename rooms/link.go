@@ -113,7 +113,10 @@ func (r *Room) overLimitLocked(s *seat, now int64) bool {
 
 // FrameReq answers a FRAME_REQ for frames from through to with FRAME_BATCH
 // messages of at most 300 frames, in order; frames no longer retained are
-// replaced by the SNAPSHOT when there is one. A request over the seat's
+// replaced by the SNAPSHOT when there is one that the retained frames
+// continue. When there is none, the retained frames are sent, and the next
+// snapshot that bridges the gap is pushed to the connection with the
+// frames after it. A request over the seat's
 // budget (see Config.FrameReqWindow) is ignored, and so is one that needs
 // no SNAPSHOT and asks only for frames this connection was sent, for a
 // request or its resume, within the window.
@@ -130,6 +133,9 @@ func (l *Link) FrameReq(from, to uint32) {
 	}
 	s := &r.seats[l.seat]
 	c := r.planLocked(from, to)
+	if c.gap || c.any() {
+		s.stuck = c.gap
+	}
 	if !c.any() || r.pendingLocked(s, c, now) || !r.chargeLocked(s, r.costLocked(c), now) {
 		return
 	}
@@ -212,12 +218,15 @@ func (l *Link) Ready() {
 
 // SnapshotPut keeps the snapshot when snapshots are on, frame is a frame
 // produced already, and it is newer than the snapshot kept; otherwise it
-// does nothing.
+// does nothing. A snapshot kept is pushed, with the frames after it, to
+// the connections whose last catch-up it would have completed (see
+// [Link.FrameReq]).
 func (l *Link) SnapshotPut(frame uint32, data []byte) {
 	r := l.r
 	if r.frames == nil || r.cfg.SnapshotInterval <= 0 || len(data) > roomwire.MaxSnapshotLen {
 		return
 	}
+	now := r.e.now().UnixNano()
 	r.mu.Lock()
 	defer r.unlock()
 	if !l.attached || frame == 0 || frame > r.frame || (r.snap != nil && frame <= r.snapAt) {
@@ -234,6 +243,7 @@ func (l *Link) SnapshotPut(frame uint32, data []byte) {
 		r.snap.Release()
 	}
 	r.snap, r.snapAt = m, frame
+	r.pushSnapshotLocked(now)
 }
 
 // Leave releases the seat for good (LEAVE): the others get MEMBER left

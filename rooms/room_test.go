@@ -512,8 +512,9 @@ func TestRetentionAndSnapshot(t *testing.T) {
 	}
 
 	// A provider that stopped sending snapshots for longer than the log
-	// leaves a gap: the spec's answer is the stale snapshot, then the
-	// retained frames; retained frames are never skipped.
+	// leaves a gap that the snapshot kept cannot bridge: it is not sent,
+	// the retained frames are (the spec's answer without a snapshot)...
+	l1, p1, _ := h.join(r, 1)
 	for range 250 { // retained now: 451..650
 		h.tick(r)
 	}
@@ -521,8 +522,33 @@ func TestRetentionAndSnapshot(t *testing.T) {
 	h.clk.Add(rooms.DefaultFrameReqWindow) // a full budget
 	l0.FrameReq(1, 650)
 	ms = p0.take()
-	if ms[0].Type() != roomwire.TypeSnapshot || !slices.Equal(frameNumbers(ms), seq(451, 650)) {
-		t.Errorf("snapshot older than the log: got %v then frames %v…", ms[0].Type(), frameNumbers(ms)[:1])
+	if len(only[*roomwire.Snapshot](ms)) != 0 || !slices.Equal(frameNumbers(ms), seq(451, 650)) {
+		t.Errorf("snapshot older than the log: got %v, frames %v…, want retained frames only", types(ms), frameNumbers(ms)[:1])
+	}
+	// ... and the first snapshot that bridges it is pushed with the frames
+	// after it, to the seat that could not be caught up only.
+	// The push is charged to the seat's FRAME_REQ budget: a seat that
+	// spent it waits for a later snapshot.
+	p1.take()
+	l1.SnapshotPut(440, []byte("state@440")) // 441..450 are gone: no use either
+	l1.SnapshotPut(600, []byte("state@600")) // the budget went on 451..650
+	if ms := p0.take(); len(ms) != 0 {
+		t.Errorf("snapshot pushed while useless or over the budget: %v", types(ms))
+	}
+	h.clk.Add(rooms.DefaultFrameReqWindow)
+	l1.SnapshotPut(610, []byte("state@610"))
+	ms = p0.take()
+	if snaps := only[*roomwire.Snapshot](ms); len(snaps) != 1 || ms[0].Type() != roomwire.TypeSnapshot || snaps[0].Frame != 610 ||
+		!slices.Equal(frameNumbers(ms), seq(611, 650)) {
+		t.Errorf("snapshot pushed: got %v, frames %v, want SNAPSHOT(610), 611..650", types(ms), frameNumbers(ms))
+	}
+	if ms := p1.take(); len(ms) != 0 {
+		t.Errorf("a seat caught up got %v", types(ms))
+	}
+	// Once pushed, the seat is no longer stuck.
+	l1.SnapshotPut(650, []byte("state@650"))
+	if ms := p0.take(); len(ms) != 0 {
+		t.Errorf("second snapshot pushed too: %v", types(ms))
 	}
 }
 
@@ -581,22 +607,48 @@ func TestResume(t *testing.T) {
 	}
 
 	// Resuming after the frames fell out of retention gets SNAPSHOT first.
-	nl.SnapshotPut(20, []byte("s20"))
 	nl.Disconnected(rooms.ReasonTimeout)
-	for range 150 {
+	for range 150 { // 100 frames of retention + 2 × 10 of snapshot interval: 56..175
 		h.tick(r)
 	}
+	l1.SnapshotPut(100, []byte("s100"))
 	np2 := &peer{t: t}
-	if _, err := r.Resume(h.resumeToken(w), 21, np2); err != nil {
+	nl2, err := r.Resume(h.resumeToken(w), 21, np2)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ms = np2.take()
 	if got := types(ms[:2]); !slices.Equal(got, []roomwire.Type{roomwire.TypeWelcome, roomwire.TypeSnapshot}) {
-		t.Errorf("resume out of retention: %v, want WELCOME, SNAPSHOT", got)
+		t.Fatalf("resume out of retention: %v, want WELCOME, SNAPSHOT", got)
 	}
-	// 100 frames of retention + 2 × 10 of snapshot interval: 56..175.
-	if got := frameNumbers(ms); !slices.Equal(got, seq(56, 175)) {
-		t.Errorf("after snapshot: frames %v..., want 56..175", got[:1])
+	if got := frameNumbers(ms); !slices.Equal(got, seq(101, 175)) {
+		t.Errorf("after snapshot: frames %v..., want 101..175", got[:1])
+	}
+
+	// A snapshot older than the retained frames is not sent: the retained
+	// frames are, and the next snapshot after them is pushed.
+	w = ms[0].(*roomwire.Welcome)
+	nl2.Disconnected(rooms.ReasonNetwork)
+	for range 150 { // retained: 206..325
+		h.tick(r)
+	}
+	np3 := &peer{t: t}
+	if _, err := r.Resume(h.resumeToken(w), 175, np3); err != nil {
+		t.Fatal(err)
+	}
+	ms = np3.take()
+	if len(only[*roomwire.Snapshot](ms)) != 0 || !slices.Equal(frameNumbers(ms), seq(206, 325)) {
+		t.Errorf("resume past a stale snapshot: got %v, frames %v…, want WELCOME and 206..325", types(ms), frameNumbers(ms)[:1])
+	}
+	p1.take()
+	l1.SnapshotPut(300, []byte("s300"))
+	ms = np3.take()
+	if snaps := only[*roomwire.Snapshot](ms); len(snaps) != 1 || snaps[0].Frame != 300 || ms[0].Type() != roomwire.TypeSnapshot ||
+		!slices.Equal(frameNumbers(ms), seq(301, 325)) {
+		t.Errorf("snapshot pushed: got %v, frames %v, want SNAPSHOT(300), 301..325", types(ms), frameNumbers(ms))
+	}
+	if ms := p1.take(); len(ms) != 0 {
+		t.Errorf("a seat caught up got %v on a snapshot", types(ms))
 	}
 
 	// A HELLO reconnect gets no catch-up.

@@ -48,6 +48,11 @@ type seat struct {
 
 	// CUSTOM rate: messages and data bytes.
 	custMsgs, custBytes bucket
+
+	// stuck: the last catch-up of the current connection asked for
+	// frames no longer retained and there was no snapshot to bridge the
+	// gap; the next snapshot that does is pushed to it.
+	stuck bool
 }
 
 // bucket is a token bucket kept as what was spent, in billionths of a
@@ -149,8 +154,10 @@ func (r *Room) Join(seat int, sessionID string, peer Peer) (*Link, error) {
 }
 
 // Resume reconnects peer with a verified resume token (handshake RESUME),
-// sends it WELCOME, then the frames after lastFrame (SNAPSHOT first when
-// they are no longer retained and a snapshot exists). It returns
+// sends it WELCOME, then the frames after lastFrame, as [Link.FrameReq]
+// answers them (SNAPSHOT first when they are no longer retained and a
+// snapshot bridges the gap; when none does, the next one that does is
+// pushed). It returns
 // ErrRoomEnded once the room is closing and ErrResumeRejected when the
 // token is not the seat's current one (used, or the seat was released).
 func (r *Room) Resume(tok tokens.ResumeToken, lastFrame uint32, peer Peer) (*Link, error) {
@@ -181,6 +188,7 @@ func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*
 	s.status = seatOnline
 	s.gen++
 	s.ansTo = 0
+	s.stuck = false
 	l := &Link{r: r, seat: i, peer: peer, conv: r.e.conv.Add(1), attached: true}
 	s.link = l
 
@@ -222,7 +230,9 @@ func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*
 	l.send(m)
 	m.Release()
 	if resume {
-		if c := r.planLocked(lastFrame+1, r.frame); c.any() {
+		c := r.planLocked(lastFrame+1, r.frame)
+		s.stuck = c.gap
+		if c.any() {
 			s.answered(c, r.e.now().UnixNano())
 			r.sendLocked(l, c)
 		}
@@ -337,9 +347,10 @@ func (r *Room) errorLocked(code uint8, reason string, result []byte) *Msg {
 
 // catchUp is what answers a request for a range of frames: the SNAPSHOT
 // when snap is set, then frames from through to (none when from > to).
+// gap is set when frames asked for are gone and no snapshot bridges them.
 type catchUp struct {
-	snap     bool
-	from, to uint32
+	snap, gap bool
+	from, to  uint32
 }
 
 // any reports whether c sends anything.
@@ -347,7 +358,11 @@ func (c catchUp) any() bool { return c.snap || c.from <= c.to }
 
 // planLocked returns the answer to a request for frames from through to:
 // the retained ones, and when from is no longer retained the SNAPSHOT
-// first, when there is one, and the frames after it.
+// first and the frames after it — when the snapshot reaches the retained
+// frames (SNAPSHOT.frame + 1 ≥ the oldest kept), so the client has no gap.
+// A snapshot older than that is useless (the frames after it are gone):
+// the answer is then the retained frames only, as the spec says for a
+// room without a snapshot, with gap set.
 func (r *Room) planLocked(from, to uint32) catchUp {
 	none := catchUp{from: 1, to: 0}
 	if r.frames == nil || r.frames.first == 0 {
@@ -360,13 +375,36 @@ func (r *Room) planLocked(from, to uint32) catchUp {
 	}
 	c := catchUp{from: from, to: to}
 	if from < r.frames.first {
-		if r.snap != nil {
+		if r.snap != nil && r.snapAt+1 >= r.frames.first {
 			c.snap = true
 			c.from = max(c.from, r.snapAt+1)
+		} else {
+			c.gap = true
 		}
 		c.from = max(c.from, r.frames.first)
 	}
 	return c
+}
+
+// pushSnapshotLocked sends the newest snapshot and the frames after it to
+// every stuck seat (see seat.stuck), when the snapshot bridges the gap:
+// a client that could not be caught up recovers without asking again.
+// The push is charged to the seat's FRAME_REQ budget; a seat over it
+// stays stuck for the next snapshot.
+func (r *Room) pushSnapshotLocked(now int64) {
+	if r.snap == nil || r.snapAt+1 < r.frames.first {
+		return
+	}
+	c := catchUp{snap: true, from: r.snapAt + 1, to: r.frame}
+	for i := range r.seats {
+		s := &r.seats[i]
+		if !s.stuck || s.link == nil || !r.chargeLocked(s, r.costLocked(c), now) {
+			continue
+		}
+		s.stuck = false
+		s.answered(c, now)
+		r.sendLocked(s.link, c)
+	}
 }
 
 // costLocked returns what c costs in frames against a seat's FRAME_REQ
