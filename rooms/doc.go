@@ -4,6 +4,13 @@
 // limit, reconnect windows and resume, and closing, kicking and draining —
 // the rules of the seed's im.game.v1 page and of spec/rooms.md §6.
 //
+// Beyond them, every seat has a budget of frames it can get through
+// FRAME_REQ ([Config.FrameReqWindow]) and token buckets for the CUSTOM it
+// sends ([Config.CustomRate]), so that no player can hold a room's lock
+// for long or flood the others. A catch-up sends a SNAPSHOT only when the
+// retained frames continue it; a seat left with a gap gets the first one
+// that does when it arrives.
+//
 // It knows nothing of sockets or NATS. A transport (package node) verifies
 // the handshake, then calls [Room.Join] or [Room.Resume] with a [Peer] that
 // queues bytes on its connection, and feeds what it reads to the returned
