@@ -47,8 +47,8 @@ const (
 	// over the protocol caps is an invalid message.
 	DefaultReadLimit = 72 << 10
 	// DefaultReadRate is the bytes per second a connection may send on
-	// average; a faster client is slowed down (its reads wait), never
-	// dropped.
+	// average, WebSocket control frames included; a faster client is
+	// slowed down (its reads wait), never dropped.
 	DefaultReadRate = 512 << 10
 	// DefaultReadBurst is the bytes a connection may send at once above
 	// DefaultReadRate.

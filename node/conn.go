@@ -21,6 +21,14 @@ import (
 // connection with ERROR 6.
 const invalidLimit = 3
 
+// pongBurst and pongsPerSecond bound the WebSocket pongs one connection
+// gets: pings beyond them are read (within the read budget) but not
+// answered.
+const (
+	pongBurst      = 10
+	pongsPerSecond = 10
+)
+
 // conn is one WebSocket connection. The handler goroutine of ServeHTTP is
 // its reader; it starts one writer goroutine and joins it before
 // returning. conn implements rooms.Peer.
@@ -49,7 +57,8 @@ type conn struct {
 	invalid  int    // invalid messages in a row
 	lastMsg  time.Time
 	deadline time.Time // when the read deadline was last pushed
-	lim      *rate.Limiter
+	lim      *rate.Limiter // read budget: every frame, control frames too
+	pongs    *rate.Limiter // pings answered
 	input    roomwire.Input
 	custom   roomwire.Custom
 	req      roomwire.FrameReq
@@ -74,7 +83,7 @@ type sendQueue struct {
 	final     *rooms.Msg
 	closing   bool          // no more Sends: write final and a close frame, then close
 	closeCode ws.StatusCode // of that close frame
-	overflow  bool          // a Send found the queue full: close without writing
+	abort     bool          // close without writing: a Send found the queue full, or kill
 	pong      []byte        // payload of a WebSocket ping to answer
 	hasPong   bool
 	reason    string // first reason the connection is ending, for the metric
@@ -93,6 +102,7 @@ func newConn(s *Server, nc net.Conn, br *bufio.Reader, hsDeadline time.Time) *co
 		writerDone: make(chan struct{}),
 		log:        s.log.With("conn", id),
 		lim:        rate.NewLimiter(rate.Limit(s.cfg.ReadRate), s.cfg.ReadBurst),
+		pongs:      rate.NewLimiter(pongsPerSecond, pongBurst),
 	}
 	c.q.ring = make([]*rooms.Msg, s.cfg.SendQueueDepth)
 	return c
@@ -125,7 +135,7 @@ func (c *conn) enqueue(m *rooms.Msg, dropOnFull bool) bool {
 			c.mu.Unlock()
 			return false
 		}
-		q.overflow, q.closing = true, true
+		q.abort, q.closing = true, true
 		c.closing.Store(true)
 		if q.reason == "" {
 			q.reason = discSlow
@@ -172,14 +182,18 @@ func (c *conn) closeWith(final *rooms.Msg, code ws.StatusCode, reason string) {
 	c.signal()
 }
 
-// kill closes the socket at once (Server.Close).
+// kill closes the socket at once (Server.Close), and stops the writer,
+// which a reader waiting for its read budget waits for.
 func (c *conn) kill(reason string) {
 	c.mu.Lock()
 	if c.q.reason == "" {
 		c.q.reason = reason
 	}
+	c.q.abort, c.q.closing = true, true
+	c.closing.Store(true)
 	c.mu.Unlock()
 	c.nc.Close()
+	c.signal()
 }
 
 // setReason records why the connection ends, unless a reason is known.
@@ -399,7 +413,7 @@ func (c *conn) writeLoop() {
 			q.n--
 		}
 		q.head = 0
-		closing, overflow, code, final := q.closing, q.overflow, q.closeCode, q.final
+		closing, abort, code, final := q.closing, q.abort, q.closeCode, q.final
 		q.final = nil
 		np := 0
 		if q.hasPong {
@@ -408,7 +422,7 @@ func (c *conn) writeLoop() {
 			q.hasPong = false
 		}
 		c.mu.Unlock()
-		if overflow {
+		if abort {
 			if final != nil {
 				final.Release()
 			}

@@ -22,7 +22,10 @@
 // and messages of unknown types are ignored, three invalid messages in a row
 // close with ERROR 6, PING is answered with PONG at once, and a connection
 // that sends no message for Config.IdleTimeout is dropped (WebSocket control
-// frames do not count).
+// frames do not count). Every frame read, control frames included, uses
+// the connection's read budget (Config.ReadRate, Config.ReadBurst); a
+// WebSocket ping is answered with a pong within a budget of 10 a second
+// (burst 10), and pings beyond it go unanswered.
 //
 // Each connection has a reader (the HTTP handler's goroutine) and a writer
 // goroutine with a bounded queue (Config.SendQueueDepth messages). The

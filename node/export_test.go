@@ -11,3 +11,20 @@ const InvalidLimit = invalidLimit
 // SetUpgradeHook makes every connection call f after its upgrade (101
 // sent) and before the server registers it.
 func (s *Server) SetUpgradeHook(f func()) { s.upgradeHook.Store(&f) }
+
+// ReadBudgets returns the bytes each connection may still read at once.
+func (s *Server) ReadBudgets() []float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var b []float64
+	for c := range s.conns {
+		b = append(b, c.lim.Tokens())
+	}
+	return b
+}
+
+// PongBurst and PongsPerSecond bound the answers to WebSocket pings.
+const (
+	PongBurst      = pongBurst
+	PongsPerSecond = pongsPerSecond
+)

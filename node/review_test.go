@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -170,5 +171,107 @@ func every(stop <-chan struct{}, d time.Duration, f func()) {
 		case <-t.C:
 			f()
 		}
+	}
+}
+
+// TestControlFrames: WebSocket control frames are read within the
+// connection's read budget, and a ping flood gets a bounded number of
+// pongs.
+func TestControlFrames(t *testing.T) {
+	ping := ws.MaskFrame(ws.NewPingFrame(bytes.Repeat([]byte{'p'}, ws.MaxControlFramePayloadSize)))
+	pingBytes, err := ws.CompileFrame(ping)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("read budget", func(t *testing.T) {
+		e := newEnv(t, false, func(c *node.Config) { c.ReadRate, c.ReadBurst = 1, 1 }) // the burst becomes the read limit
+		c, _ := e.join(record("budget", nil), 0)
+		before := e.srv.ReadBudgets()
+		const n = 200
+		c.mu.Lock()
+		_, _ = c.nc.Write(bytes.Repeat(pingBytes, n))
+		c.mu.Unlock()
+		c.send(&roomwire.Ping{ClientMS: 1}) // answered once the pings are read
+		for expect[*roomwire.Pong](c).ClientMS != 1 {
+		}
+		after := e.srv.ReadBudgets()
+		if len(before) != 1 || len(after) != 1 {
+			t.Fatalf("budgets %v, %v", before, after)
+		}
+		if used := before[0] - after[0]; used < n*float64(len(pingBytes)) {
+			t.Errorf("%d pings of %d bytes used %.0f bytes of the read budget", n, len(pingBytes), used)
+		}
+	})
+
+	t.Run("pongs", func(t *testing.T) {
+		e := newEnv(t, false, nil)
+		c, _ := e.join(record("pongs", nil), 0)
+		pongs := 0
+		// readPong reads until the PONG of a PING with ms, counting the
+		// WebSocket pongs on the way.
+		readPong := func(ms uint64) {
+			_ = c.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			for {
+				h, err := ws.ReadHeader(c.rw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := make([]byte, h.Length)
+				if _, err := io.ReadFull(c.rw, p); err != nil {
+					t.Fatal(err)
+				}
+				switch h.OpCode {
+				case ws.OpPong:
+					pongs++
+				case ws.OpBinary:
+					if m, err := roomwire.Decode(p); err == nil {
+						if pm, ok := m.(*roomwire.Pong); ok && pm.ClientMS == ms {
+							return
+						}
+					}
+				}
+			}
+		}
+		const rounds = 60
+		start := time.Now()
+		for i := range uint64(rounds) {
+			c.mu.Lock()
+			_, _ = c.nc.Write(pingBytes)
+			c.mu.Unlock()
+			c.send(&roomwire.Ping{ClientMS: i})
+			readPong(i)
+		}
+		elapsed := time.Since(start)
+		c.send(&roomwire.Ping{ClientMS: rounds}) // a pong written after the last PONG
+		readPong(rounds)
+		limit := node.PongBurst + int(elapsed.Seconds()*node.PongsPerSecond) + 1
+		if pongs == 0 || pongs > limit {
+			t.Errorf("%d pings answered with %d pongs in %v, want 1 to %d", rounds, pongs, elapsed, limit)
+		}
+	})
+}
+
+// TestCloseThrottledReader: Close does not wait for a reader the read
+// budget holds back.
+func TestCloseThrottledReader(t *testing.T) {
+	e := newEnv(t, false, func(c *node.Config) { c.ReadRate, c.ReadBurst = 1, 1 })
+	c, _ := e.join(record("throttled", func(r *roomdb.Room) { r.StartMode = roomdb.StartManual }), 0) // no frames to wake the writer
+	big := make([]byte, node.DefaultReadLimit-100)
+	_ = c.sendRaw(big)
+	_ = c.sendRaw(big) // over the budget: the reader waits for hours
+	waitFor(t, "the reader throttled", func() bool {
+		b := e.srv.ReadBudgets()
+		return len(b) == 1 && b[0] < 0
+	})
+	closed := make(chan error, 1)
+	go func() { closed <- e.srv.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waits for the throttled reader")
 	}
 }

@@ -40,6 +40,12 @@ func (c *conn) readMessage(handshaken bool) (ws.OpCode, []byte, error) {
 			return 0, nil, errProtocol
 		}
 		if h.OpCode.IsControl() {
+			if !h.Fin || h.Length > ws.MaxControlFramePayloadSize {
+				return 0, nil, errProtocol
+			}
+			if err := c.throttle(time.Now(), ws.HeaderSize(h)+int(h.Length)); err != nil {
+				return 0, nil, err
+			}
 			if err := c.control(h); err != nil {
 				return 0, nil, err
 			}
@@ -89,12 +95,10 @@ func (c *conn) readMessage(handshaken bool) (ws.OpCode, []byte, error) {
 	}
 }
 
-// control handles a control frame: ping is answered, pong ignored, close
-// ends the read loop.
+// control handles a control frame, whose header readMessage checked: ping
+// is answered within the pong budget (pongBurst, pongsPerSecond), pong
+// ignored, close ends the read loop.
 func (c *conn) control(h ws.Header) error {
-	if !h.Fin || h.Length > ws.MaxControlFramePayloadSize {
-		return errProtocol
-	}
 	p := c.ctl[:h.Length]
 	if _, err := io.ReadFull(c.br, p); err != nil {
 		return err
@@ -102,6 +106,9 @@ func (c *conn) control(h ws.Header) error {
 	ws.Cipher(p, h.Mask, 0)
 	switch h.OpCode {
 	case ws.OpPing:
+		if !c.pongs.Allow() {
+			return nil // a ping flood: the pings over the budget go unanswered
+		}
 		c.mu.Lock()
 		if !c.q.closing {
 			c.q.pong = append(c.q.pong[:0], p...)
