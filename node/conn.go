@@ -56,7 +56,7 @@ type conn struct {
 	buf      []byte // the message being read, unmasked
 	invalid  int    // invalid messages in a row
 	lastMsg  time.Time
-	deadline time.Time // when the read deadline was last pushed
+	deadline time.Time     // when the read deadline was last pushed
 	lim      *rate.Limiter // read budget: every frame, control frames too
 	pongs    *rate.Limiter // pings answered
 	input    roomwire.Input
