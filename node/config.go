@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/switchboardgg/switchboard/backbone"
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/roomdb"
 	"github.com/switchboardgg/switchboard/rooms"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -27,8 +28,19 @@ const (
 	DefaultMaxConnections = 50000
 	// DefaultSendQueueDepth is the number of messages queued for one
 	// connection; a connection whose queue is full is dropped (it may
-	// resume). A resume catch-up takes up to 14 of them.
+	// resume). The answer to a handshake (WELCOME and a resume's
+	// catch-up) does not count.
 	DefaultSendQueueDepth = 256
+	// DefaultMaxQueueBytes bounds the bytes queued for one connection,
+	// the batch being written included; past it the connection is
+	// dropped as when its queue is full. The answer to a handshake does
+	// not count: a resume's catch-up (WELCOME, SNAPSHOT and up to the
+	// whole retention in FRAME_BATCH messages, 7.6 MB for 60 s at 60 Hz
+	// with 16 seats of 128-byte inputs) is bounded by the rooms'
+	// retention instead. The answer to a FRAME_REQ counts: a client that
+	// asks for more than fits is dropped and may resume, which catches
+	// it up.
+	DefaultMaxQueueBytes = 8 << 20
 	// DefaultHandshakeTimeout bounds the time from accepting a connection
 	// to its handshake message, the HTTP upgrade included (the seed's
 	// 10 s).
@@ -105,6 +117,11 @@ type Config struct {
 	// SendQueueDepth is the per-connection queue, in messages. Zero means
 	// DefaultSendQueueDepth; at least 32.
 	SendQueueDepth int
+	// MaxQueueBytes bounds the per-connection queue in bytes. Zero means
+	// DefaultMaxQueueBytes; at least the largest message the node sends
+	// (a FRAME_BATCH of 300 frames with 16 inputs of 128 bytes: 625,513
+	// bytes with its WebSocket header).
+	MaxQueueBytes int
 	// HandshakeTimeout: zero means DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
 	// IdleTimeout: zero means DefaultIdleTimeout.
@@ -135,3 +152,9 @@ type Config struct {
 // maxMessage is the largest valid im.game.v1 message: SNAPSHOT_PUT with
 // 65536 bytes of data.
 const maxMessage = 1 + 4 + 3 + 65536
+
+// maxOutMessage is the largest message the node sends, with its WebSocket
+// header: a FRAME_BATCH (type, uvarint count of 2 bytes) of
+// MaxFramesPerBatch frames, each a u32 number, a u8 count and MaxSeats
+// inputs of a seat byte, a length byte and MaxInputLen bytes.
+const maxOutMessage = 10 + 1 + 2 + roomwire.MaxFramesPerBatch*(4+1+rooms.MaxSeats*(2+roomwire.MaxInputLen))

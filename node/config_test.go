@@ -27,6 +27,7 @@ func TestDefaults(t *testing.T) {
 		{"MaxRooms", c.MaxRooms, node.DefaultMaxRooms},
 		{"MaxConnections", c.MaxConnections, node.DefaultMaxConnections},
 		{"SendQueueDepth", c.SendQueueDepth, node.DefaultSendQueueDepth},
+		{"MaxQueueBytes", c.MaxQueueBytes, node.DefaultMaxQueueBytes},
 		{"HandshakeTimeout", c.HandshakeTimeout, node.DefaultHandshakeTimeout},
 		{"IdleTimeout", c.IdleTimeout, node.DefaultIdleTimeout},
 		{"WriteTimeout", c.WriteTimeout, node.DefaultWriteTimeout},
@@ -52,6 +53,7 @@ func TestDefaults(t *testing.T) {
 		{},
 		{Signer: signer, ReadLimit: 1000},
 		{Signer: signer, SendQueueDepth: 4},
+		{Signer: signer, MaxQueueBytes: 600 << 10}, // below a full FRAME_BATCH
 		{Signer: signer, IdleTimeout: -time.Second},
 	} {
 		if s, err := node.New(bad); err == nil {

@@ -76,10 +76,16 @@ type conn struct {
 }
 
 // sendQueue is the bounded queue between the room (and the reader) and the
-// writer goroutine.
+// writer goroutine. It holds at most Config.SendQueueDepth messages, and
+// Config.MaxQueueBytes bytes with the batch being written; what the room
+// queues inside the handshake (WELCOME and a resume's catch-up) is exempt,
+// bounded by the rooms' retention, and grows the ring when it must.
 type sendQueue struct {
 	ring      []*rooms.Msg
 	head, n   int
+	counted   int  // messages in ring that count against the depth
+	bytes     int  // bytes that count against MaxQueueBytes, queued or being written
+	exempt    bool // the handshake is queuing its answer
 	final     *rooms.Msg
 	closing   bool          // no more Sends: write final and a close frame, then close
 	closeCode ws.StatusCode // of that close frame
@@ -124,13 +130,14 @@ func (c *conn) Send(m *rooms.Msg) bool {
 // enqueue queues m; a full queue marks the connection overflowed when
 // dropOnFull, otherwise m is just not sent.
 func (c *conn) enqueue(m *rooms.Msg, dropOnFull bool) bool {
+	size := len(m.Wire())
 	c.mu.Lock()
 	q := &c.q
 	if q.closing {
 		c.mu.Unlock()
 		return false
 	}
-	if q.n == len(q.ring) {
+	if !q.exempt && (q.counted >= c.s.cfg.SendQueueDepth || q.bytes+size > c.s.cfg.MaxQueueBytes) {
 		if !dropOnFull {
 			c.mu.Unlock()
 			return false
@@ -145,6 +152,9 @@ func (c *conn) enqueue(m *rooms.Msg, dropOnFull bool) bool {
 		c.signal()
 		return false
 	}
+	if q.n == len(q.ring) {
+		q.grow()
+	}
 	m.Retain()
 	i := q.head + q.n
 	if i >= len(q.ring) {
@@ -152,9 +162,30 @@ func (c *conn) enqueue(m *rooms.Msg, dropOnFull bool) bool {
 	}
 	q.ring[i] = m
 	q.n++
+	if !q.exempt {
+		q.counted++
+		q.bytes += size
+	}
 	c.mu.Unlock()
 	c.signal()
 	return true
+}
+
+// grow doubles the ring, for the exempt messages of a handshake.
+func (q *sendQueue) grow() {
+	r := make([]*rooms.Msg, 2*len(q.ring))
+	for i := range q.n {
+		r[i] = q.ring[(q.head+i)%len(q.ring)]
+	}
+	q.ring, q.head = r, 0
+}
+
+// setExempt starts or ends the handshake's answer, which the queue's
+// bounds do not count.
+func (c *conn) setExempt(on bool) {
+	c.mu.Lock()
+	c.q.exempt = on
+	c.mu.Unlock()
 }
 
 // Close implements rooms.Peer: the writer sends what is queued, then final
@@ -412,7 +443,8 @@ func (c *conn) writeLoop() {
 			}
 			q.n--
 		}
-		q.head = 0
+		q.head, q.counted = 0, 0
+		taken := q.bytes // subtracted once written
 		closing, abort, code, final := q.closing, q.abort, q.closeCode, q.final
 		q.final = nil
 		np := 0
@@ -464,6 +496,11 @@ func (c *conn) writeLoop() {
 			}
 		}
 		release()
+		if taken > 0 {
+			c.mu.Lock()
+			c.q.bytes -= taken
+			c.mu.Unlock()
+		}
 		if closing {
 			c.linger()
 			return

@@ -28,13 +28,18 @@
 // (burst 10), and pings beyond it go unanswered.
 //
 // Each connection has a reader (the HTTP handler's goroutine) and a writer
-// goroutine with a bounded queue (Config.SendQueueDepth messages). The
+// goroutine with a bounded queue (Config.SendQueueDepth messages and
+// Config.MaxQueueBytes bytes, the batch being written included). The
 // rooms put the same pre-framed bytes ([rooms.Msg.Wire]: an unmasked
 // WebSocket header and the message, built once per room per tick) in every
 // queue; the writer sends each batch with one writev. A connection whose
 // queue is full is dropped and counted (slow_consumer); the player may
-// resume. A final ERROR goes out after the queue, past its bound, followed
-// by a close frame.
+// resume. The answer to a handshake — WELCOME and, for a resume, the
+// catch-up of SNAPSHOT and FRAME_BATCH messages — does not count against
+// the bounds: it is bounded by the rooms' retention (Rooms.Retention), and
+// counting it would drop every resume whose catch-up is longer than the
+// queue, again and again. A final ERROR goes out after the queue, past its
+// bound, followed by a close frame.
 //
 // # Goroutines and lifecycle
 //

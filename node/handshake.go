@@ -41,7 +41,10 @@ func (c *conn) handshake(p []byte) bool {
 		if r == nil {
 			return c.reject(roomwire.CodeRoomNotFound, nil)
 		}
-		if link, err = r.Join(t.Seat, t.SessionID, c); err != nil {
+		c.setExempt(true) // WELCOME
+		link, err = r.Join(t.Seat, t.SessionID, c)
+		c.setExempt(false)
+		if err != nil {
 			return c.reject(rooms.Code(err), err)
 		}
 	case roomwire.KindResume:
@@ -53,7 +56,10 @@ func (c *conn) handshake(p []byte) bool {
 		if r == nil {
 			return c.reject(roomwire.CodeRoomNotFound, nil)
 		}
-		if link, err = r.Resume(t, hs.Resume.LastFrame, c); err != nil {
+		c.setExempt(true) // WELCOME and the catch-up, bounded by the retention
+		link, err = r.Resume(t, hs.Resume.LastFrame, c)
+		c.setExempt(false)
+		if err != nil {
 			return c.reject(rooms.Code(err), err)
 		}
 	}

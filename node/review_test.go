@@ -19,6 +19,7 @@ import (
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/rooms"
 )
 
 // TestDrainDuringUpgrade: a connection upgraded while the node starts
@@ -273,5 +274,100 @@ func TestCloseThrottledReader(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close waits for the throttled reader")
+	}
+}
+
+// TestQueueBytes: a connection whose queue holds more than MaxQueueBytes
+// is dropped as a slow consumer, long before its message bound.
+func TestQueueBytes(t *testing.T) {
+	const maxBytes = 1 << 20
+	e := newEnv(t, false, func(c *node.Config) {
+		c.SendQueueDepth = 1 << 16 // 64 MiB of CUSTOM: never reached
+		c.MaxQueueBytes = maxBytes
+		c.ReadRate, c.ReadBurst = 1<<30, 1<<30
+		c.WriteTimeout = time.Minute // the queue, not the write deadline, must catch it
+		c.Rooms.CustomRate, c.Rooms.CustomBurst = rooms.MaxCustomLimit, rooms.MaxCustomLimit
+		c.Rooms.CustomByteRate, c.Rooms.CustomByteBurst = rooms.MaxCustomLimit, rooms.MaxCustomLimit
+	})
+	rec := record("bytes", func(r *roomdb.Room) { r.SyncMode = roomdb.SyncRelay; r.TickRate = 0; r.StartMode = roomdb.StartManual })
+	e.admit(rec, 0)
+	slow := e.dialWith(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			_ = nc.(*net.TCPConn).SetReadBuffer(4096)
+		}
+		return nc, err
+	})
+	slow.hello(e.ticket("bytes", 0, nil))
+	expect[*roomwire.Welcome](slow) // and then it stops reading
+	sender, _ := e.join(rec, 1)
+	watcher, _ := e.join(rec, 2)
+
+	payload := make([]byte, roomwire.MaxCustomLen)
+	const budget = 24 << 20 // socket buffers (a few MiB) and the queue, with room to spare
+	for sent := 0; ; {
+		for range 256 {
+			sender.send(&roomwire.Custom{To: 1 << 0, Data: payload})
+		}
+		sent += 256 * len(payload)
+		sender.send(&roomwire.Custom{To: 1 << 2, Data: []byte{1}})
+		for {
+			m, err := watcher.read()
+			if err != nil {
+				t.Fatalf("watcher: %v", err)
+			}
+			if mm, ok := m.(*roomwire.Member); ok && mm.Seat == 0 && mm.Kind == roomwire.MemberOffline {
+				waitFor(t, "slow_consumer counted", func() bool {
+					return e.counter("switchboard_node_disconnects_total", "reason", "slow_consumer") == 1
+				})
+				return
+			}
+			if c, ok := m.(*roomwire.Custom); ok && c.From == 1 && len(c.Data) == 1 {
+				break
+			}
+		}
+		if sent > budget {
+			t.Fatalf("slow client not dropped after %d MiB", sent>>20)
+		}
+	}
+}
+
+// TestCatchUpBeyondQueueBounds: the catch-up of a resume (WELCOME and the
+// retained frames) is queued whole even when it is longer than the
+// connection's queue bounds; what the room sends afterwards counts.
+func TestCatchUpBeyondQueueBounds(t *testing.T) {
+	const depth = 32 // the smallest queue
+	e := newEnv(t, false, func(c *node.Config) {
+		c.SendQueueDepth = depth
+		c.Rooms.Retention = 5 * time.Minute
+	})
+	rec := record("catchup", func(r *roomdb.Room) { r.TickRate = 60 })
+	a, w := e.join(rec, 0)
+	a.nc.Close()
+	r := e.srv.Engine().Room("catchup")
+	waitFor(t, "frame 1", func() bool { return r.Frame() > 0 })
+	waitFor(t, "seat offline", func() bool {
+		return e.counter("switchboard_node_disconnects_total", "reason", "network")+
+			e.counter("switchboard_node_disconnects_total", "reason", "client_closed") == 1
+	})
+	for r.Frame() < (depth+2)*roomwire.MaxFramesPerBatch { // frames for more batches than the queue holds
+		r.Tick(time.Now())
+	}
+	c := e.dial()
+	c.resume(w.ResumeToken, 0)
+	w2 := expect[*roomwire.Welcome](c)
+	next := uint32(1)
+	for next <= w2.Frame {
+		fb := expect[*roomwire.FrameBatch](c)
+		for _, f := range fb.Frames {
+			if f.Number != next {
+				t.Fatalf("frame %d, want %d", f.Number, next)
+			}
+			next++
+		}
+	}
+	if got := e.counter("switchboard_node_disconnects_total", "reason", "slow_consumer"); got != 0 {
+		t.Errorf("disconnects_total{slow_consumer} = %v", got)
 	}
 }

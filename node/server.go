@@ -83,6 +83,7 @@ func New(cfg Config) (*Server, error) {
 	setInt(&cfg.MaxRooms, DefaultMaxRooms)
 	setInt(&cfg.MaxConnections, DefaultMaxConnections)
 	setInt(&cfg.SendQueueDepth, DefaultSendQueueDepth)
+	setInt(&cfg.MaxQueueBytes, DefaultMaxQueueBytes)
 	setInt(&cfg.ReadLimit, DefaultReadLimit)
 	setInt(&cfg.ReadRate, DefaultReadRate)
 	setInt(&cfg.ReadBurst, DefaultReadBurst)
@@ -100,6 +101,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("node: negative duration in config")
 	case cfg.SendQueueDepth < 32:
 		return nil, fmt.Errorf("node: SendQueueDepth %d is below 32", cfg.SendQueueDepth)
+	case cfg.MaxQueueBytes < maxOutMessage:
+		return nil, fmt.Errorf("node: MaxQueueBytes %d is below the largest message (%d)", cfg.MaxQueueBytes, maxOutMessage)
 	case cfg.ReadLimit < maxMessage:
 		return nil, fmt.Errorf("node: ReadLimit %d is below the largest valid message (%d)", cfg.ReadLimit, maxMessage)
 	}
