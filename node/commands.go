@@ -122,7 +122,7 @@ func (h commands) Start(ctx context.Context, req *roomdb.StartRequest) (*roomdb.
 	// so that control can answer with the started room.
 	now := s.cfg.Now().UTC()
 	rec, err := s.cfg.DB.UpdateRoom(ctx, req.Room.RoomID, func(rec *roomdb.Room) error {
-		if !applyEvent(rec, rooms.Event{Kind: rooms.RoomPlaying}, now) {
+		if !markPlaying(rec, now) {
 			return errNoChange
 		}
 		return nil

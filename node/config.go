@@ -71,10 +71,8 @@ const (
 	DefaultMaxTicketCache = 1 << 18
 	// DefaultHeartbeat is the interval of the node's registry heartbeat.
 	DefaultHeartbeat = 5 * time.Second
-	// DefaultMaxPendingUpdates bounds the record updates queued for the
-	// shared KV; beyond it updates are dropped and logged.
-	DefaultMaxPendingUpdates = 1 << 16
-	// DefaultUpdateTimeout bounds one record update.
+	// DefaultUpdateTimeout bounds one record update. A failed update is
+	// retried, after a pause from 100 ms doubling up to UpdateTimeout.
 	DefaultUpdateTimeout = 5 * time.Second
 )
 
@@ -140,8 +138,9 @@ type Config struct {
 	MaxTicketCache int
 	// Heartbeat: zero means DefaultHeartbeat.
 	Heartbeat time.Duration
-	// MaxPendingUpdates: zero means DefaultMaxPendingUpdates.
-	MaxPendingUpdates int
+	// UpdateTimeout bounds one record update, and the pause between
+	// retries. Zero means DefaultUpdateTimeout.
+	UpdateTimeout time.Duration
 
 	// Rooms tunes the room engine (retention, connect timeout, close
 	// linger, scheduler workers...). The node sets its Now, Logger,

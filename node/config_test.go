@@ -36,7 +36,7 @@ func TestDefaults(t *testing.T) {
 		{"ReadRate", c.ReadRate, node.DefaultReadRate},
 		{"MaxTicketCache", c.MaxTicketCache, node.DefaultMaxTicketCache},
 		{"Heartbeat", c.Heartbeat, node.DefaultHeartbeat},
-		{"MaxPendingUpdates", c.MaxPendingUpdates, node.DefaultMaxPendingUpdates},
+		{"UpdateTimeout", c.UpdateTimeout, node.DefaultUpdateTimeout},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {

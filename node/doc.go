@@ -55,6 +55,19 @@
 // Both join every goroutine and remove the registry entry. Serve closes no
 // listener it was not given; Shutdown and Close close the given ones.
 //
+// # Records
+//
+// The rooms' changes that the shared records must learn (seats online,
+// offline and released; rooms playing, ending and closed) are coalesced
+// per room: the room's state and each seat's latest change, so what waits
+// is bounded by the rooms and their seats, never dropped, however long
+// the records cannot be reached. One worker writes each room's changes
+// with one compare-and-set update (Config.UpdateTimeout each); after a
+// failure it pauses, from 100 ms doubling up to Config.UpdateTimeout, and
+// tries again, logging at most every 30 s while updates fail. A seat
+// change applies only while the record shows the seat held by the
+// change's login session.
+//
 // # Metrics
 //
 // When Config.Registerer is set: switchboard_node_rooms{state},

@@ -42,9 +42,90 @@ type env struct {
 	served chan error
 	bb     *backbone.Conn
 	db     *roomdb.DB
+	proxy  *proxy // newEnvProxied: between the node and NATS
+}
+
+// proxy forwards TCP connections to target until cut: then it closes
+// them, and closes new ones at once, until healed.
+type proxy struct {
+	t      *testing.T
+	ln     net.Listener
+	target string
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	cut   bool
+	conns map[net.Conn]struct{}
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{t: t, ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Go(p.serve)
+	t.Cleanup(func() {
+		ln.Close()
+		p.setCut(true)
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		u, err := net.Dial("tcp", p.target)
+		if err != nil {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.conns[c], p.conns[u] = struct{}{}, struct{}{}
+		p.mu.Unlock()
+		pipe := func(dst, src net.Conn) {
+			_, _ = io.Copy(dst, src)
+			dst.Close()
+			src.Close()
+		}
+		p.wg.Go(func() { pipe(u, c) })
+		p.wg.Go(func() { pipe(c, u) })
+	}
+}
+
+// setCut cuts (closing every connection) or heals the proxy.
+func (p *proxy) setCut(cut bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = cut
+	if cut {
+		for c := range p.conns {
+			c.Close()
+		}
+		clear(p.conns)
+	}
 }
 
 func newEnv(t *testing.T, withNATS bool, tweak func(*node.Config)) *env {
+	t.Helper()
+	return newEnvProxied(t, withNATS, false, tweak)
+}
+
+// newEnvProxied is newEnv; with proxied, the node reaches NATS through
+// e.proxy, which the test can cut.
+func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config)) *env {
 	t.Helper()
 	e := &env{t: t, reg: prometheus.NewRegistry(), served: make(chan error, 1)}
 	cfg := node.Config{ID: "node-test", Logger: discard, Registerer: e.reg}
@@ -71,6 +152,21 @@ func newEnv(t *testing.T, withNATS bool, tweak func(*node.Config)) *env {
 			t.Fatal(err)
 		}
 		cfg.DB, cfg.Backbone = e.db, e.bb
+		if proxied {
+			e.proxy = newProxy(t, strings.TrimPrefix(emb.ClientURL(), "nats://"))
+			bb, err := backbone.Connect(ctx, backbone.Config{
+				URL: "nats://" + e.proxy.addr(), Logger: discard,
+				ReconnectWait: 10 * time.Millisecond, MaxReconnectWait: 50 * time.Millisecond,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { bb.Close() })
+			if cfg.DB, err = roomdb.Open(ctx, bb, roomdb.Config{Logger: discard}); err != nil {
+				t.Fatal(err)
+			}
+			cfg.Backbone = bb
+		}
 	} else {
 		key := make([]byte, 32)
 		_, _ = rand.Read(key)

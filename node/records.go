@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -11,27 +12,221 @@ import (
 	"github.com/switchboardgg/switchboard/rooms"
 )
 
+// Retries of the record worker: after a failed update it pauses, from
+// retryMin doubling up to Config.UpdateTimeout, until an update succeeds.
+// While updates fail it logs at most once per failLogEvery.
+const (
+	retryMin     = 100 * time.Millisecond
+	failLogEvery = 30 * time.Second
+)
+
 // recordQueue writes the rooms' state changes to the shared records. Rooms
 // hand it events with their lock held (it implements rooms.Observer and
-// never blocks); one worker applies them in order, with one
-// compare-and-set update per room per batch.
+// never blocks). It keeps, per room, only the latest state that the record
+// must learn — the room's state and each seat's latest change — so what
+// waits is bounded by the rooms and their seats, whatever the number of
+// events, and nothing is dropped while the records cannot be reached. One
+// worker writes each room's pending changes with one compare-and-set
+// update, and retries failed ones.
 type recordQueue struct {
 	// immutable
-	db   *roomdb.DB // nil: events are dropped
-	max  int
-	now  func() time.Time
-	log  *slog.Logger
-	wake chan struct{}
+	db      *roomdb.DB // nil: events are dropped
+	timeout time.Duration
+	now     func() time.Time
+	log     *slog.Logger
+	wake    chan struct{}
 
 	mu      sync.Mutex
-	q       []rooms.Event
-	busy    bool // the worker is applying a batch
-	idle    chan struct{}
-	dropped int
+	pending map[string]*roomChange // by room id
+	busy    bool                   // the worker holds changes it took
+	idle    chan struct{}          // closed when nothing is pending or held
 }
 
-func newRecordQueue(db *roomdb.DB, max int, now func() time.Time, log *slog.Logger) *recordQueue {
-	return &recordQueue{db: db, max: max, now: now, log: log, wake: make(chan struct{}, 1)}
+func newRecordQueue(db *roomdb.DB, timeout time.Duration, now func() time.Time, log *slog.Logger) *recordQueue {
+	return &recordQueue{
+		db: db, timeout: timeout, now: now, log: log,
+		wake:    make(chan struct{}, 1),
+		pending: make(map[string]*roomChange),
+	}
+}
+
+// roomChange is what the record of one room must learn.
+type roomChange struct {
+	playing     bool
+	startedAt   time.Time
+	ending      bool
+	endReason   string
+	endResult   []byte // not modified (rooms.Event.Result)
+	closed      bool
+	closeReason string
+	closedAt    time.Time
+	seats       [rooms.MaxSeats]seatChange
+}
+
+// seatOp is the status change of a seat.
+type seatOp uint8
+
+const (
+	opNone     seatOp = iota // no status change
+	opOnline                 // status online
+	opOffline                // status offline
+	opReleased               // the seat is free
+)
+
+// seatChange is the latest change of one seat. Only the seat's holder's
+// record is changed: a change applies to the seat while the record shows
+// it held by session.
+type seatChange struct {
+	session  string // login session of the change; empty: nothing pending
+	op       seatOp
+	at       time.Time // opOnline: connected_at
+	released string    // an earlier session whose release is pending too
+}
+
+// then returns c followed by the later change n.
+func (c seatChange) then(n seatChange) seatChange {
+	switch {
+	case c.session == "":
+		return n
+	case n.session == "":
+		return c
+	}
+	r := n
+	if r.released == "" {
+		r.released = c.released
+		if n.session != c.session && c.op == opReleased {
+			r.released = c.session
+		}
+	}
+	if n.session == c.session && n.op == opNone {
+		r.op, r.at = c.op, c.at
+	}
+	return r
+}
+
+// apply changes seat i of r and reports whether anything changed.
+func (c *seatChange) apply(r *roomdb.Room, i int) bool {
+	changed := false
+	if c.released != "" {
+		if st := r.Seat(i); st != nil && st.SessionID == c.released {
+			changed = r.RemoveSeat(i)
+		}
+	}
+	st := r.Seat(i)
+	if st == nil || st.SessionID != c.session {
+		return changed
+	}
+	switch c.op {
+	case opReleased:
+		return r.RemoveSeat(i) || changed
+	case opOnline:
+		if st.Status == roomdb.SeatOnline && st.ConnectedAt != nil && st.ConnectedAt.Equal(c.at) {
+			return changed
+		}
+		at := c.at
+		st.Status, st.ConnectedAt = roomdb.SeatOnline, &at
+		return true
+	case opOffline:
+		if st.Status == roomdb.SeatOffline {
+			return changed
+		}
+		st.Status = roomdb.SeatOffline
+		return true
+	}
+	return changed
+}
+
+// event records ev, which happened at now.
+func (c *roomChange) event(ev rooms.Event, now time.Time) {
+	var op seatOp
+	switch ev.Kind {
+	case rooms.SeatOnline:
+		op = opOnline
+	case rooms.SeatOffline:
+		op = opOffline
+	case rooms.SeatReleased:
+		op = opReleased
+	case rooms.RoomPlaying:
+		if !c.playing {
+			c.playing, c.startedAt = true, now
+		}
+		return
+	case rooms.RoomEnding:
+		if !c.ending {
+			c.ending, c.endReason, c.endResult = true, ev.Reason, ev.Result
+		}
+		return
+	case rooms.RoomClosed:
+		if !c.closed {
+			c.closed, c.closeReason, c.closedAt = true, ev.Reason, now
+		}
+		return
+	default:
+		return
+	}
+	if ev.Seat < 0 || ev.Seat >= len(c.seats) || ev.SessionID == "" {
+		return
+	}
+	c.seats[ev.Seat] = c.seats[ev.Seat].then(seatChange{session: ev.SessionID, op: op, at: now})
+}
+
+// then adds the later changes n to c.
+func (c *roomChange) then(n *roomChange) {
+	if n.playing && !c.playing {
+		c.playing, c.startedAt = true, n.startedAt
+	}
+	if n.ending && !c.ending {
+		c.ending, c.endReason, c.endResult = true, n.endReason, n.endResult
+	}
+	if n.closed && !c.closed {
+		c.closed, c.closeReason, c.closedAt = true, n.closeReason, n.closedAt
+	}
+	for i := range c.seats {
+		c.seats[i] = c.seats[i].then(n.seats[i])
+	}
+}
+
+// apply changes r and reports whether anything changed.
+func (c *roomChange) apply(r *roomdb.Room) bool {
+	changed := false
+	if c.playing {
+		changed = markPlaying(r, c.startedAt) || changed
+	}
+	for i := range c.seats {
+		if c.seats[i].session != "" {
+			changed = c.seats[i].apply(r, i) || changed
+		}
+	}
+	if c.ending && r.Status != roomdb.StatusClosed && (r.State != roomdb.StateEnding || r.Status != roomdb.StatusClosing) {
+		r.State, r.Status = roomdb.StateEnding, roomdb.StatusClosing
+		if r.CloseReason == "" {
+			r.CloseReason = c.endReason
+			if len(c.endResult) > 0 {
+				r.CloseResult = append([]byte(nil), c.endResult...)
+			}
+		}
+		changed = true
+	}
+	if c.closed && r.Status != roomdb.StatusClosed {
+		r.Status, r.State = roomdb.StatusClosed, roomdb.StateEnding
+		if r.CloseReason == "" {
+			r.CloseReason = c.closeReason
+		}
+		at := c.closedAt
+		r.ClosedAt = &at
+		changed = true
+	}
+	return changed
+}
+
+// markPlaying marks a waiting record playing since at, and reports
+// whether it changed.
+func markPlaying(r *roomdb.Room, at time.Time) bool {
+	if r.State != roomdb.StateWaiting || r.StartedAt != nil {
+		return false
+	}
+	r.State, r.StartedAt = roomdb.StatePlaying, &at
+	return true
 }
 
 // RoomEvent implements rooms.Observer.
@@ -39,36 +234,43 @@ func (w *recordQueue) RoomEvent(ev rooms.Event) {
 	if w.db == nil {
 		return
 	}
+	now := w.now().UTC()
 	w.mu.Lock()
-	if len(w.q) >= w.max {
-		w.dropped++
-		if w.dropped == 1 || w.dropped%1000 == 0 {
-			w.log.Warn("record updates dropped: queue full", "dropped", w.dropped)
-		}
-		w.mu.Unlock()
-		return
+	c := w.pending[ev.RoomID]
+	if c == nil {
+		c = new(roomChange)
+		w.pending[ev.RoomID] = c
 	}
-	w.q = append(w.q, ev)
+	c.event(ev, now)
 	w.mu.Unlock()
+	w.signal()
+}
+
+func (w *recordQueue) signal() {
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
 }
 
-// run applies the queued events until ctx ends.
+// run writes the pending changes until ctx ends.
 func (w *recordQueue) run(ctx context.Context) {
-	var batch []rooms.Event
+	var (
+		batch    = make(map[string]*roomChange)
+		failures int // updates failed in a row
+		logged   time.Time
+		pause    = time.NewTimer(0)
+	)
+	defer pause.Stop()
 	for {
 		w.mu.Lock()
-		batch, w.q = w.q, batch[:0]
-		w.busy = len(batch) > 0
-		if !w.busy && w.idle != nil {
-			close(w.idle)
-			w.idle = nil
-		}
-		w.mu.Unlock()
-		if len(batch) == 0 {
+		if len(w.pending) == 0 {
+			w.busy = false
+			if w.idle != nil {
+				close(w.idle)
+				w.idle = nil
+			}
+			w.mu.Unlock()
 			select {
 			case <-ctx.Done():
 				return
@@ -76,15 +278,85 @@ func (w *recordQueue) run(ctx context.Context) {
 			}
 			continue
 		}
-		w.apply(ctx, batch)
-		clear(batch)
+		batch, w.pending = w.pending, batch
+		w.busy = true
+		w.mu.Unlock()
+
+		err := w.apply(ctx, batch)
+		if len(batch) > 0 { // not written: back in front of what came since
+			w.mu.Lock()
+			for id, c := range batch {
+				if n := w.pending[id]; n != nil {
+					c.then(n)
+				}
+				w.pending[id] = c
+			}
+			n := len(w.pending)
+			w.mu.Unlock()
+			clear(batch)
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			if now := time.Now(); failures == 1 || now.Sub(logged) >= failLogEvery {
+				logged = now
+				w.log.Warn("record updates failing; retrying", "rooms_pending", n, "failures", failures, "err", err)
+			}
+			pause.Reset(min(retryMin<<min(failures-1, 16), max(w.timeout, retryMin)))
+			select {
+			case <-ctx.Done():
+				return
+			case <-pause.C:
+			}
+			continue
+		}
+		if failures > 0 {
+			w.log.Info("record updates written again", "failures", failures)
+			failures = 0
+		}
 	}
 }
 
-// flush waits until every event queued so far is applied.
+// apply writes the changes of batch, removing from it the rooms written.
+// It stops at the first update that failed and may succeed later, and
+// returns its error.
+func (w *recordQueue) apply(ctx context.Context, batch map[string]*roomChange) error {
+	for id, c := range batch {
+		err := w.update(ctx, id, c)
+		switch {
+		case err == nil, errors.Is(err, roomdb.ErrNotFound):
+		case errors.Is(err, roomdb.ErrTooLarge), errors.Is(err, roomdb.ErrInvalidID):
+			w.log.Warn("record update refused", "room", id, "err", err) // retrying would not help
+		default:
+			return fmt.Errorf("room %s: %w", id, err)
+		}
+		delete(batch, id)
+	}
+	return nil
+}
+
+var errNoChange = errors.New("node: no change")
+
+// update writes c to the record of room id.
+func (w *recordQueue) update(ctx context.Context, id string, c *roomChange) error {
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	_, err := w.db.UpdateRoom(ctx, id, func(r *roomdb.Room) error {
+		if !c.apply(r) {
+			return errNoChange
+		}
+		return nil
+	})
+	if errors.Is(err, errNoChange) {
+		return nil
+	}
+	return err
+}
+
+// flush waits until every change made so far is written.
 func (w *recordQueue) flush(ctx context.Context) error {
 	w.mu.Lock()
-	if len(w.q) == 0 && !w.busy {
+	if len(w.pending) == 0 && !w.busy {
 		w.mu.Unlock()
 		return nil
 	}
@@ -93,117 +365,11 @@ func (w *recordQueue) flush(ctx context.Context) error {
 	}
 	idle := w.idle
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.signal()
 	select {
 	case <-idle:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-var errNoChange = errors.New("node: no change")
-
-// apply writes a batch, grouping the events of each room in order.
-func (w *recordQueue) apply(ctx context.Context, batch []rooms.Event) {
-	done := make(map[string]bool)
-	for i, ev := range batch {
-		if done[ev.RoomID] {
-			continue
-		}
-		done[ev.RoomID] = true
-		var evs []rooms.Event
-		for _, e := range batch[i:] {
-			if e.RoomID == ev.RoomID {
-				evs = append(evs, e)
-			}
-		}
-		if err := w.update(ctx, ev.RoomID, evs); err != nil && ctx.Err() == nil {
-			w.log.Warn("record update failed", "room", ev.RoomID, "err", err)
-		}
-	}
-}
-
-// update applies evs to the record of room id.
-func (w *recordQueue) update(ctx context.Context, id string, evs []rooms.Event) error {
-	ctx, cancel := context.WithTimeout(ctx, DefaultUpdateTimeout)
-	defer cancel()
-	now := w.now().UTC()
-	_, err := w.db.UpdateRoom(ctx, id, func(r *roomdb.Room) error {
-		changed := false
-		for _, ev := range evs {
-			changed = applyEvent(r, ev, now) || changed
-		}
-		if !changed {
-			return errNoChange
-		}
-		return nil
-	})
-	if errors.Is(err, errNoChange) || errors.Is(err, roomdb.ErrNotFound) {
-		return nil
-	}
-	return err
-}
-
-// applyEvent changes r for ev and reports whether anything changed. Seat
-// events apply only while the seat is held by the event's session.
-func applyEvent(r *roomdb.Room, ev rooms.Event, now time.Time) bool {
-	switch ev.Kind {
-	case rooms.SeatOnline, rooms.SeatOffline:
-		st := r.Seat(ev.Seat)
-		if st == nil || st.SessionID != ev.SessionID {
-			return false
-		}
-		if ev.Kind == rooms.SeatOffline {
-			if st.Status == roomdb.SeatOffline {
-				return false
-			}
-			st.Status = roomdb.SeatOffline
-			return true
-		}
-		st.Status = roomdb.SeatOnline
-		st.ConnectedAt = &now
-		return true
-	case rooms.SeatReleased:
-		st := r.Seat(ev.Seat)
-		if st == nil || st.SessionID != ev.SessionID {
-			return false
-		}
-		return r.RemoveSeat(ev.Seat)
-	case rooms.RoomPlaying:
-		if r.State != roomdb.StateWaiting || r.StartedAt != nil {
-			return false
-		}
-		r.State = roomdb.StatePlaying
-		r.StartedAt = &now
-		return true
-	case rooms.RoomEnding:
-		if r.Status == roomdb.StatusClosed || (r.State == roomdb.StateEnding && r.Status == roomdb.StatusClosing) {
-			return false
-		}
-		r.State = roomdb.StateEnding
-		r.Status = roomdb.StatusClosing
-		if r.CloseReason == "" {
-			r.CloseReason = ev.Reason
-			if len(ev.Result) > 0 {
-				r.CloseResult = append([]byte(nil), ev.Result...)
-			}
-		}
-		return true
-	case rooms.RoomClosed:
-		if r.Status == roomdb.StatusClosed {
-			return false
-		}
-		r.Status = roomdb.StatusClosed
-		r.State = roomdb.StateEnding
-		if r.CloseReason == "" {
-			r.CloseReason = ev.Reason
-		}
-		r.ClosedAt = &now
-		return true
-	}
-	return false
 }

@@ -88,16 +88,16 @@ func New(cfg Config) (*Server, error) {
 	setInt(&cfg.ReadRate, DefaultReadRate)
 	setInt(&cfg.ReadBurst, DefaultReadBurst)
 	setInt(&cfg.MaxTicketCache, DefaultMaxTicketCache)
-	setInt(&cfg.MaxPendingUpdates, DefaultMaxPendingUpdates)
 	setDur(&cfg.HandshakeTimeout, DefaultHandshakeTimeout)
 	setDur(&cfg.IdleTimeout, DefaultIdleTimeout)
 	setDur(&cfg.WriteTimeout, DefaultWriteTimeout)
 	setDur(&cfg.CloseWait, DefaultCloseWait)
 	setDur(&cfg.Heartbeat, DefaultHeartbeat)
+	setDur(&cfg.UpdateTimeout, DefaultUpdateTimeout)
 	switch {
-	case cfg.MaxRooms < 0 || cfg.MaxConnections < 0 || cfg.ReadRate < 0 || cfg.MaxTicketCache < 0 || cfg.MaxPendingUpdates < 0:
+	case cfg.MaxRooms < 0 || cfg.MaxConnections < 0 || cfg.ReadRate < 0 || cfg.MaxTicketCache < 0:
 		return nil, errors.New("node: negative limit in config")
-	case cfg.HandshakeTimeout < 0 || cfg.IdleTimeout < 0 || cfg.WriteTimeout < 0 || cfg.CloseWait < 0 || cfg.Heartbeat < 0:
+	case cfg.HandshakeTimeout < 0 || cfg.IdleTimeout < 0 || cfg.WriteTimeout < 0 || cfg.CloseWait < 0 || cfg.Heartbeat < 0 || cfg.UpdateTimeout < 0:
 		return nil, errors.New("node: negative duration in config")
 	case cfg.SendQueueDepth < 32:
 		return nil, fmt.Errorf("node: SendQueueDepth %d is below 32", cfg.SendQueueDepth)
@@ -116,7 +116,7 @@ func New(cfg Config) (*Server, error) {
 		wsURL:   cfg.WSURL,
 		started: cfg.Now().UTC(),
 	}
-	s.records = newRecordQueue(cfg.DB, cfg.MaxPendingUpdates, cfg.Now, cfg.Logger)
+	s.records = newRecordQueue(cfg.DB, cfg.UpdateTimeout, cfg.Now, cfg.Logger)
 	rc := cfg.Rooms
 	rc.Now = cfg.Now
 	rc.Logger = cfg.Logger
