@@ -79,6 +79,10 @@ func (h commands) Admit(_ context.Context, req *roomdb.AdmitRequest) (*roomdb.Co
 	}
 	switch {
 	case err == nil:
+		// The record must show the seat held: a release of the same
+		// session may be on its way to it (the node released the seat,
+		// and C1 came again before the record learnt it).
+		s.records.admitted(req.Room.RoomID, req.Seat, req.Username, req.SessionID)
 		return nil, nil
 	case errors.Is(err, rooms.ErrDraining):
 		return nil, cmdErr(roomdb.CodeUnavailable, reasonNodeDraining, "the game node is draining")

@@ -66,7 +66,12 @@
 // failure it pauses, from 100 ms doubling up to Config.UpdateTimeout, and
 // tries again, logging at most every 30 s while updates fail. A seat
 // change applies only while the record shows the seat held by the
-// change's login session.
+// change's login session. An admission makes sure the record shows the
+// seat held by its session, putting it back (joined) if a release of the
+// same session reached the record first: the node may release a seat
+// (connect timeout, LEAVE) and be asked to admit the session again before
+// the record learnt of the release. A release that an admission of the
+// same session follows is not written.
 //
 // # Metrics
 //

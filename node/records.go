@@ -68,6 +68,7 @@ type seatOp uint8
 
 const (
 	opNone     seatOp = iota // no status change
+	opJoined                 // status joined: admitted again after a release
 	opOnline                 // status online
 	opOffline                // status offline
 	opReleased               // the seat is free
@@ -75,12 +76,17 @@ const (
 
 // seatChange is the latest change of one seat. Only the seat's holder's
 // record is changed: a change applies to the seat while the record shows
-// it held by session.
+// it held by session; an admission (ensure) also puts the seat back when
+// the record lacks it.
 type seatChange struct {
 	session  string // login session of the change; empty: nothing pending
 	op       seatOp
 	at       time.Time // opOnline: connected_at
 	released string    // an earlier session whose release is pending too
+
+	ensure   bool      // the engine admitted session: the record must hold the seat
+	username string    // ensure: of a seat put back
+	joinedAt time.Time // ensure: of a seat put back
 }
 
 // then returns c followed by the later change n.
@@ -98,27 +104,64 @@ func (c seatChange) then(n seatChange) seatChange {
 			r.released = c.session
 		}
 	}
-	if n.session == c.session && n.op == opNone {
+	if n.session != c.session {
+		return r
+	}
+	switch {
+	case n.op == opNone && c.op == opReleased: // released, then admitted again
+		r.op = opJoined
+	case n.op == opNone:
 		r.op, r.at = c.op, c.at
+	}
+	r.ensure = n.ensure || (c.ensure && n.op != opReleased)
+	if !n.ensure {
+		r.username, r.joinedAt = c.username, c.joinedAt
 	}
 	return r
 }
 
 // apply changes seat i of r and reports whether anything changed.
-func (c *seatChange) apply(r *roomdb.Room, i int) bool {
+// heldAgain reports whether a release of the seat by a session is
+// superseded: the engine admitted the session again since.
+func (c *seatChange) apply(r *roomdb.Room, i int, heldAgain func(session string) bool) bool {
 	changed := false
-	if c.released != "" {
+	if c.released != "" && !heldAgain(c.released) {
 		if st := r.Seat(i); st != nil && st.SessionID == c.released {
 			changed = r.RemoveSeat(i)
 		}
 	}
 	st := r.Seat(i)
-	if st == nil || st.SessionID != c.session {
+	if st == nil {
+		if !c.ensure || c.op == opReleased || r.Status != roomdb.StatusOpen || i >= r.MaxPlayers ||
+			r.SeatOfSession(c.session) != nil || r.SeatOfUser(c.username) != nil {
+			return changed
+		}
+		seat := roomdb.Seat{Seat: i, Username: c.username, SessionID: c.session, Status: roomdb.SeatJoined, JoinedAt: c.joinedAt}
+		switch c.op {
+		case opOnline:
+			at := c.at
+			seat.Status, seat.ConnectedAt = roomdb.SeatOnline, &at
+		case opOffline:
+			seat.Status = roomdb.SeatOffline
+		}
+		r.PutSeat(seat)
+		return true
+	}
+	if st.SessionID != c.session {
 		return changed
 	}
 	switch c.op {
 	case opReleased:
+		if heldAgain(c.session) {
+			return changed
+		}
 		return r.RemoveSeat(i) || changed
+	case opJoined:
+		if st.Status == roomdb.SeatJoined {
+			return changed
+		}
+		st.Status, st.ConnectedAt = roomdb.SeatJoined, nil
+		return true
 	case opOnline:
 		if st.Status == roomdb.SeatOnline && st.ConnectedAt != nil && st.ConnectedAt.Equal(c.at) {
 			return changed
@@ -170,6 +213,11 @@ func (c *roomChange) event(ev rooms.Event, now time.Time) {
 	c.seats[ev.Seat] = c.seats[ev.Seat].then(seatChange{session: ev.SessionID, op: op, at: now})
 }
 
+// admitted records that session was admitted to seat at now.
+func (c *roomChange) admitted(seat int, username, session string, now time.Time) {
+	c.seats[seat] = c.seats[seat].then(seatChange{session: session, ensure: true, username: username, joinedAt: now})
+}
+
 // then adds the later changes n to c.
 func (c *roomChange) then(n *roomChange) {
 	if n.playing && !c.playing {
@@ -186,15 +234,16 @@ func (c *roomChange) then(n *roomChange) {
 	}
 }
 
-// apply changes r and reports whether anything changed.
-func (c *roomChange) apply(r *roomdb.Room) bool {
+// apply changes r and reports whether anything changed. heldAgain
+// reports whether a release of seat by session is superseded.
+func (c *roomChange) apply(r *roomdb.Room, heldAgain func(seat int, session string) bool) bool {
 	changed := false
 	if c.playing {
 		changed = markPlaying(r, c.startedAt) || changed
 	}
 	for i := range c.seats {
 		if c.seats[i].session != "" {
-			changed = c.seats[i].apply(r, i) || changed
+			changed = c.seats[i].apply(r, i, func(session string) bool { return heldAgain(i, session) }) || changed
 		}
 	}
 	if c.ending && r.Status != roomdb.StatusClosed && (r.State != roomdb.StateEnding || r.Status != roomdb.StatusClosing) {
@@ -244,6 +293,48 @@ func (w *recordQueue) RoomEvent(ev rooms.Event) {
 	c.event(ev, now)
 	w.mu.Unlock()
 	w.signal()
+}
+
+// admitted records that the engine admitted session to seat of room id:
+// the record must show the seat held by the session, which it may no
+// longer do when the node released the seat just before (C1 again while
+// the release was on its way to the record).
+func (w *recordQueue) admitted(id string, seat int, username, session string) {
+	if w.db == nil || seat < 0 || seat >= rooms.MaxSeats || session == "" {
+		return
+	}
+	now := w.now().UTC()
+	w.mu.Lock()
+	c := w.pending[id]
+	if c == nil {
+		c = new(roomChange)
+		w.pending[id] = c
+	}
+	c.admitted(seat, username, session, now)
+	w.mu.Unlock()
+	w.signal()
+}
+
+// heldAgain reports whether a change pending for seat of room id, newer
+// than the ones being written, has the seat held by session: a release by
+// session being written is then superseded and skipped, and the seat is
+// marked joined (the engine admitted the session again after releasing
+// it).
+func (w *recordQueue) heldAgain(id string, seat int, session string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c := w.pending[id]
+	if c == nil {
+		return false
+	}
+	n := &c.seats[seat]
+	if n.session != session || n.op == opReleased { // held again only through an admission
+		return false
+	}
+	if n.op == opNone {
+		n.op = opJoined
+	}
+	return true
 }
 
 func (w *recordQueue) signal() {
@@ -341,8 +432,9 @@ var errNoChange = errors.New("node: no change")
 func (w *recordQueue) update(ctx context.Context, id string, c *roomChange) error {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
+	heldAgain := func(seat int, session string) bool { return w.heldAgain(id, seat, session) }
 	_, err := w.db.UpdateRoom(ctx, id, func(r *roomdb.Room) error {
-		if !c.apply(r) {
+		if !c.apply(r, heldAgain) {
 			return errNoChange
 		}
 		return nil
