@@ -39,6 +39,7 @@ type Server struct {
 	draining atomic.Bool
 
 	upgradeHook atomic.Pointer[func()] // tests: runs between upgrade and registration
+	hbFailures  atomic.Int64           // registry heartbeats failed in a row
 
 	startOnce sync.Once
 	startErr  error
@@ -265,8 +266,16 @@ func (s *Server) putNode(ctx context.Context) {
 		StartedAt:   s.started,
 		Version:     s.cfg.Version,
 	})
-	if err != nil && ctx.Err() == nil {
-		s.log.Warn("registry heartbeat failed", "err", err)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		// Once when they start failing, then once a minute or so.
+		if n := s.hbFailures.Add(1); n == 1 || n%int64(max(time.Minute/s.cfg.Heartbeat, 1)) == 0 {
+			s.log.Warn("registry heartbeat failed", "failures", n, "err", err)
+		}
+	case err == nil:
+		if n := s.hbFailures.Swap(0); n > 0 {
+			s.log.Info("registry heartbeat written again", "failures", n)
+		}
 	}
 }
 
