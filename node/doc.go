@@ -36,7 +36,7 @@
 // queue is full is dropped and counted (slow_consumer); the player may
 // resume. The answer to a handshake — WELCOME and, for a resume, the
 // catch-up of SNAPSHOT and FRAME_BATCH messages — does not count against
-// the bounds: it is bounded by the rooms' retention (Rooms.Retention), and
+// the bounds: it is bounded by the rooms' retention (Config.Rooms.Retention), and
 // counting it would drop every resume whose catch-up is longer than the
 // queue, again and again. A final ERROR goes out after the queue, past its
 // bound, followed by a close frame.
@@ -49,8 +49,8 @@
 // heartbeat (roomdb.DB.PutNode every Config.Heartbeat) and the command
 // subscriptions (roomdb.ServeCommands). The drain command sends ERROR 10
 // node_draining to every connection, closes every room and marks the
-// registry entry draining; the node keeps answering handshakes, with ERROR
-// 10. Shutdown drains, stops accepting, waits for the connections and the
+// registry entry draining; a connection opened after that, until Shutdown
+// or Close, gets ERROR 10 at once. Shutdown drains, stops accepting, waits for the connections and the
 // record updates, then stops everything; Close stops everything at once.
 // Both join every goroutine and remove the registry entry. Serve closes no
 // listener it was not given; Shutdown and Close close the given ones.
