@@ -50,7 +50,7 @@ func TestDrainDuringUpgrade(t *testing.T) {
 // the start of the HTTP request, not from the upgrade: a client that
 // spends most of it on the request headers has only the rest for HELLO.
 func TestHandshakeDeadlineFromRequestStart(t *testing.T) {
-	const timeout = 600 * time.Millisecond
+	const timeout = 800 * time.Millisecond
 	e := newEnv(t, false, func(c *node.Config) { c.HandshakeTimeout = timeout })
 	rec := record("slowhs", nil)
 	e.admit(rec, 0)
@@ -61,7 +61,7 @@ func TestHandshakeDeadlineFromRequestStart(t *testing.T) {
 	t.Cleanup(func() { nc.Close() })
 	_, _ = io.WriteString(nc, "GET "+node.Path+" HTTP/1.1\r\nHost: node\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: "+node.Subprotocol+"\r\n")
-	time.Sleep(timeout * 3 / 4) // most of the handshake time on the headers
+	time.Sleep(timeout / 2) // half the handshake time on the headers
 	_, _ = io.WriteString(nc, "\r\n")
 	br := bufio.NewReader(nc)
 	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -74,7 +74,7 @@ func TestHandshakeDeadlineFromRequestStart(t *testing.T) {
 		io.Reader
 		io.Writer
 	}{br, lockedWriter{c}}
-	time.Sleep(timeout / 2) // past the deadline counted from the request's start
+	time.Sleep(timeout * 9 / 10) // past the deadline counted from the request's start, not from the upgrade
 	hello, err := roomwire.AppendHandshake(nil, roomwire.KindHello, []byte(e.ticket("slowhs", 0, nil)), &roomwire.Hello{ClientNonce: 1})
 	if err != nil {
 		t.Fatal(err)
