@@ -373,6 +373,9 @@ func TestSlowClientDropped(t *testing.T) {
 		c.SendQueueDepth = 32
 		c.ReadRate, c.ReadBurst = 1<<30, 1<<30
 		c.WriteTimeout = time.Minute // the queue, not the write deadline, must catch it
+		// The flood must reach the slow seat, and the marker the watcher.
+		c.Rooms.CustomRate, c.Rooms.CustomBurst = rooms.MaxCustomLimit, rooms.MaxCustomLimit
+		c.Rooms.CustomByteRate, c.Rooms.CustomByteBurst = rooms.MaxCustomLimit, rooms.MaxCustomLimit
 	})
 	rec := record("slow", func(r *roomdb.Room) { r.SyncMode = roomdb.SyncRelay; r.TickRate = 0; r.StartMode = roomdb.StartManual })
 	e.admit(rec, 0)
