@@ -34,10 +34,10 @@ const (
 	// DefaultMaxQueueBytes bounds the bytes queued for one connection,
 	// the batch being written included; past it the connection is
 	// dropped as when its queue is full. The answer to a handshake does
-	// not count: a resume's catch-up (WELCOME, SNAPSHOT and up to the
-	// whole retention in FRAME_BATCH messages, 7.6 MB for 60 s at 60 Hz
-	// with 16 seats of 128-byte inputs) is bounded by the rooms'
-	// retention instead. The answer to a FRAME_REQ counts: a client that
+	// not count: a resume's catch-up (WELCOME, SNAPSHOT and up to every
+	// frame the room keeps in FRAME_BATCH messages — 7.6 MB per 60 s of
+	// frames at 60 Hz with 16 seats of 128-byte inputs) is bounded by the
+	// frames the rooms keep instead. The answer to a FRAME_REQ counts: a client that
 	// asks for more than fits is dropped and may resume, which catches
 	// it up.
 	DefaultMaxQueueBytes = 8 << 20
