@@ -64,13 +64,6 @@ type memberJSON struct {
 	Status   string `json:"status"`
 }
 
-type nodeJSON struct {
-	NodeID   string `json:"node_id"`
-	WSURL    string `json:"ws_url"`
-	Region   string `json:"region,omitempty"`
-	Draining bool   `json:"draining"`
-}
-
 type createRoomRequest struct {
 	RoomID                 string          `json:"room_id"`
 	SyncMode               string          `json:"sync_mode"`
@@ -304,7 +297,8 @@ func (s *Server) getRoom(ctx context.Context, c *call) (int, any, error) {
 	}
 	var node *nodeJSON
 	if n, err := s.db.GetNode(ctx, r.NodeID); err == nil {
-		node = &nodeJSON{NodeID: n.NodeID, WSURL: n.WSURL, Region: n.Region, Draining: n.Draining}
+		nj := toNodeJSON(n)
+		node = &nj
 	} else if !errors.Is(err, roomdb.ErrNotFound) {
 		return 0, nil, err
 	}

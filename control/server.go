@@ -135,6 +135,8 @@ func (s *Server) routes() []route {
 		{"POST", rooms + "/{room_id}/close", authServer, s.closeRoom},
 		{"POST", rooms + "/{room_id}/members/{seat}/kick", authServer, s.kick},
 		{"POST", "/server/v1/auth-tokens", authServer, s.createAuthToken},
+		{"GET", "/server/v1/nodes", authServer, s.listNodes},
+		{"POST", "/server/v1/nodes/{node_id}/drain", authServer, s.drainNode},
 	}
 }
 

@@ -94,4 +94,24 @@ func TestCLIRoomVerbs(t *testing.T) {
 		t.Errorf("after close: %s", out)
 	}
 	cli(t, rf, true, "room", "get", "no-such-room")
+
+	// The operator drains the node: it leaves the placement pool.
+	var nodes struct{ Nodes []backend.Node }
+	out = cli(t, rf, false, "node", "list")
+	if err := json.Unmarshal([]byte(out), &nodes); err != nil || len(nodes.Nodes) != 1 || nodes.Nodes[0].Draining {
+		t.Fatalf("node list: %v %s", err, out)
+	}
+	out = cli(t, rf, false, "node", "drain", nodes.Nodes[0].NodeID)
+	if !strings.Contains(out, `"draining": true`) {
+		t.Errorf("node drain: %s", out)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: 1, StartMode: "auto"})
+		if err != nil && strings.Contains(err.Error(), "game_node_unavailable") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rooms still placed on a drained node: %v", err)
+		}
+	}
 }

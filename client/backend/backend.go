@@ -234,3 +234,37 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	return nil
 }
+
+// Node is a live game node of the registry.
+type Node struct {
+	NodeID      string `json:"node_id"`
+	WSURL       string `json:"ws_url"`
+	Region      string `json:"region,omitempty"`
+	Rooms       int    `json:"rooms"`
+	Connections int    `json:"connections"`
+	Draining    bool   `json:"draining"`
+	Version     string `json:"version,omitempty"`
+}
+
+// ListNodes returns the live game nodes.
+func (c *Client) ListNodes(ctx context.Context) ([]Node, error) {
+	var resp struct {
+		Nodes []Node `json:"nodes"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/server/v1/nodes", nil, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Nodes, nil
+}
+
+// DrainNode drains a game node: its players get ERROR 10 node_draining, its
+// rooms close, and no new room is placed on it.
+func (c *Client) DrainNode(ctx context.Context, nodeID string) (*Node, error) {
+	var resp struct {
+		Node *Node `json:"node"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/server/v1/nodes/"+url.PathEscape(nodeID)+"/drain", struct{}{}, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Node, nil
+}
