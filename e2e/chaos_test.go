@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,15 +24,11 @@ import (
 	"github.com/gobwas/ws"
 	"go.uber.org/goleak"
 
-	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
-	"github.com/switchboardgg/switchboard/control"
 	"github.com/switchboardgg/switchboard/internal/faultproxy"
+	"github.com/switchboardgg/switchboard/internal/teststack"
 	"github.com/switchboardgg/switchboard/node"
-	"github.com/switchboardgg/switchboard/roomdb"
-	roomengine "github.com/switchboardgg/switchboard/rooms"
-	"github.com/switchboardgg/switchboard/tokens"
 )
 
 // The chaos test's parameters. CI runs the full chaosDuration; -short
@@ -225,44 +220,13 @@ type chaosDeployment struct {
 	api   string
 	be    *backend.Client
 	hc    *http.Client
+	stack *teststack.Stack
 	proxy *faultproxy.Proxy
 }
 
 func startChaos(t *testing.T, seed int64) *chaosDeployment {
 	t.Helper()
-	ctx := t.Context()
 	discard := slog.New(slog.DiscardHandler)
-	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: t.TempDir(), Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Shutdown)
-	connect := func() *backbone.Conn {
-		c, err := backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), Logger: discard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
-	bbCtl, bbNode := connect(), connect()
-	db, err := roomdb.Open(ctx, bbCtl, roomdb.Config{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeDB, err := roomdb.Open(ctx, bbNode, roomdb.Config{Logger: discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := db.SigningKey(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	signer, err := tokens.NewSigner(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	nodeLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -288,58 +252,29 @@ func startChaos(t *testing.T, seed int64) *chaosDeployment {
 		<-proxied
 	})
 
-	n, err := node.New(node.Config{
-		ID: "chaos-node", WSURL: "ws://" + proxyLn.Addr().String() + node.Path,
-		Signer: signer, DB: nodeDB, Backbone: bbNode, Logger: discard,
-		Rooms: roomengine.Config{Retention: chaosRetention},
-	})
-	if err != nil {
-		nodeLn.Close()
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = n.Serve(nodeLn)
-	}()
-	t.Cleanup(func() {
-		n.Close()
-		<-served
-	})
-
-	ctl, err := control.New(control.Config{
-		DB: db, Backbone: bbCtl, ServerKey: chaosServerKey, Signer: signer, Logger: discard,
-		LoginRate: -1, JoinRate: -1,
+	s, err := teststack.Start(t.Context(), t.TempDir(), teststack.Config{
+		ServerKey: chaosServerKey, NodeID: "chaos-node", Retention: chaosRetention,
+		NodeListener: nodeLn, WSURL: "ws://" + proxyLn.Addr().String() + node.Path,
+		NodeWait: 15 * time.Second, Logger: discard,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(ctl.Handler())
-	t.Cleanup(hs.Close)
-	tr := &http.Transport{}
-	t.Cleanup(tr.CloseIdleConnections)
-	d := &chaosDeployment{api: hs.URL, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}, proxy: proxy}
-	if d.be, err = backend.New(hs.URL, chaosServerKey, d.hc); err != nil {
-		t.Fatal(err)
-	}
-	return d
+	t.Cleanup(s.Close)
+	return &chaosDeployment{api: s.API, be: s.Backend, hc: s.HTTP, stack: s, proxy: proxy}
 }
 
 // createRoom creates a frame room once the node has registered.
 func (d *chaosDeployment) createRoom(t *testing.T, ctx context.Context, players int) string {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		r, err := d.be.CreateRoom(ctx, backend.CreateRoomRequest{
-			SyncMode: "frame", TickRate: chaosTickRate, MaxPlayers: players, StartMode: "auto",
-			ReconnectWindowSeconds: 60, SnapshotIntervalFrames: chaosSnapshotEvery,
-		})
-		switch {
-		case err == nil:
-			return r.RoomID
-		case !errors.Is(err, rooms.ErrGameNodeUnavailable) || time.Now().After(deadline):
-			t.Fatalf("create room: %v", err)
-		}
+	r, err := d.stack.CreateRoom(ctx, backend.CreateRoomRequest{
+		SyncMode: "frame", TickRate: chaosTickRate, MaxPlayers: players, StartMode: "auto",
+		ReconnectWindowSeconds: 60, SnapshotIntervalFrames: chaosSnapshotEvery,
+	})
+	if err != nil {
+		t.Fatalf("create room: %v", err)
 	}
+	return r.RoomID
 }
 
 // join logs a new player in, connects it to the room from frame 1 and

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"sync"
 	"testing"
@@ -15,14 +14,10 @@ import (
 
 	"github.com/gobwas/ws"
 
-	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
-	"github.com/switchboardgg/switchboard/control"
-	"github.com/switchboardgg/switchboard/node"
+	"github.com/switchboardgg/switchboard/internal/teststack"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/roomdb"
-	"github.com/switchboardgg/switchboard/tokens"
 )
 
 const e2eServerKey = "client-rooms-e2e-server-key-0123456789"
@@ -35,6 +30,7 @@ type deployment struct {
 	api     string
 	be      *backend.Client
 	hc      *http.Client
+	stack   *teststack.Stack
 	closers []func()
 }
 
@@ -46,89 +42,21 @@ func launch() (d *deployment, err error) {
 			d.close()
 		}
 	}()
-	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "client-rooms-e2e-")
 	if err != nil {
 		return nil, err
 	}
 	d.closers = append(d.closers, func() { os.RemoveAll(dir) })
-	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: dir, Logger: discard})
-	if err != nil {
-		return nil, err
-	}
-	d.closers = append(d.closers, emb.Shutdown)
-	connect := func() (*backbone.Conn, error) {
-		c, err := backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), Logger: discard})
-		if err == nil {
-			d.closers = append(d.closers, c.Close)
-		}
-		return c, err
-	}
-	bbCtl, err := connect()
-	if err != nil {
-		return nil, err
-	}
-	bbNode, err := connect()
-	if err != nil {
-		return nil, err
-	}
-	db, err := roomdb.Open(ctx, bbCtl, roomdb.Config{Logger: discard})
-	if err != nil {
-		return nil, err
-	}
-	key, err := db.SigningKey(ctx)
-	if err != nil {
-		return nil, err
-	}
-	signer, err := tokens.NewSigner(key)
-	if err != nil {
-		return nil, err
-	}
-	nodeDB, err := roomdb.Open(ctx, bbNode, roomdb.Config{Logger: discard})
-	if err != nil {
-		return nil, err
-	}
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	n, err := node.New(node.Config{
-		ID: "e2e-n1", WSURL: "ws://" + ln.Addr().String() + "/game/v1/ws",
-		Signer: signer, DB: nodeDB, Backbone: bbNode, Logger: discard,
-	})
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = n.Serve(ln)
-	}()
-	d.closers = append(d.closers, func() {
-		n.Close()
-		<-served
-	})
-
-	ctl, err := control.New(control.Config{
-		DB: db, Backbone: bbCtl, ServerKey: e2eServerKey, Signer: signer, Logger: discard,
-		LoginRate: -1, JoinRate: -1,
+	s, err := teststack.Start(context.Background(), dir, teststack.Config{
+		ServerKey: e2eServerKey, NodeID: "e2e-n1", Logger: discard,
 	})
 	if err != nil {
 		return nil, err
 	}
-	hs := httptest.NewServer(ctl.Handler())
-	d.closers = append(d.closers, hs.Close)
-	tr := &http.Transport{}
-	d.closers = append(d.closers, tr.CloseIdleConnections)
+	d.closers = append(d.closers, s.Close)
 	// Clients built with a nil Config use the default transport.
 	d.closers = append(d.closers, http.DefaultTransport.(*http.Transport).CloseIdleConnections)
-	d.hc = &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	if d.be, err = backend.New(hs.URL, e2eServerKey, d.hc); err != nil {
-		return nil, err
-	}
-	d.api = hs.URL
+	d.stack, d.api, d.be, d.hc = s, s.API, s.Backend, s.HTTP
 	return d, nil
 }
 
@@ -152,12 +80,7 @@ func startDeployment(t *testing.T) *deployment {
 // createRoom waits for the node's first registry heartbeat, then creates
 // the room.
 func (d *deployment) createRoom(ctx context.Context, req backend.CreateRoomRequest) (*backend.Room, error) {
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		room, err := d.be.CreateRoom(ctx, req)
-		if err == nil || !errors.Is(err, rooms.ErrGameNodeUnavailable) || time.Now().After(deadline) {
-			return room, err
-		}
-	}
+	return d.stack.CreateRoom(ctx, req)
 }
 
 // conns records the sockets a player dials, so the test can cut them.
