@@ -369,28 +369,7 @@ func TestHandshakeTimeout(t *testing.T) {
 }
 
 func TestSlowClientDropped(t *testing.T) {
-	e := newEnv(t, false, func(c *node.Config) {
-		c.SendQueueDepth = 32
-		c.ReadRate, c.ReadBurst = 1<<30, 1<<30
-		c.WriteTimeout = time.Minute // the queue, not the write deadline, must catch it
-		// The flood must reach the slow seat, and the marker the watcher.
-		c.Rooms.CustomRate, c.Rooms.CustomBurst = rooms.MaxCustomLimit, rooms.MaxCustomLimit
-		c.Rooms.CustomByteRate, c.Rooms.CustomByteBurst = rooms.MaxCustomLimit, rooms.MaxCustomLimit
-	})
-	rec := record("slow", func(r *roomdb.Room) { r.SyncMode = roomdb.SyncRelay; r.TickRate = 0; r.StartMode = roomdb.StartManual })
-	e.admit(rec, 0)
-	slow := e.dialWith(func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var d net.Dialer
-		nc, err := d.DialContext(ctx, network, addr)
-		if err == nil {
-			_ = nc.(*net.TCPConn).SetReadBuffer(4096)
-		}
-		return nc, err
-	})
-	slow.hello(e.ticket("slow", 0, nil))
-	expect[*roomwire.Welcome](slow) // and then it stops reading
-	sender, _ := e.join(rec, 1)
-	watcher, _ := e.join(rec, 2)
+	e, sender, watcher := slowConsumerRoom(t, "slow", func(c *node.Config) { c.SendQueueDepth = 32 })
 
 	// The sender floods the slow seat with CUSTOM; between bursts it
 	// checks that the watcher still gets its messages.
@@ -440,4 +419,35 @@ func TestShutdownDrains(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
+}
+
+// slowConsumerRoom starts a node (tweaked by tweak) with a relay room in
+// which seat 0 stops reading after its WELCOME, over a small socket buffer,
+// and seats 1 (a sender) and 2 (a watcher) are connected. CUSTOM and read
+// limits are lifted so a flood reaches the slow seat; writes have a long
+// deadline so that only the send queue can catch the slow consumer.
+func slowConsumerRoom(t *testing.T, roomID string, tweak func(*node.Config)) (e *env, sender, watcher *client) {
+	t.Helper()
+	e = newEnv(t, false, func(c *node.Config) {
+		c.ReadRate, c.ReadBurst = 1<<30, 1<<30
+		c.WriteTimeout = time.Minute
+		c.Rooms.CustomRate, c.Rooms.CustomBurst = rooms.MaxCustomLimit, rooms.MaxCustomLimit
+		c.Rooms.CustomByteRate, c.Rooms.CustomByteBurst = rooms.MaxCustomLimit, rooms.MaxCustomLimit
+		tweak(c)
+	})
+	rec := record(roomID, func(r *roomdb.Room) { r.SyncMode = roomdb.SyncRelay; r.TickRate = 0; r.StartMode = roomdb.StartManual })
+	e.admit(rec, 0)
+	slow := e.dialWith(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var d net.Dialer
+		nc, err := d.DialContext(ctx, network, addr)
+		if err == nil {
+			_ = nc.(*net.TCPConn).SetReadBuffer(4096)
+		}
+		return nc, err
+	})
+	slow.hello(e.ticket(roomID, 0, nil))
+	expect[*roomwire.Welcome](slow) // and then it stops reading
+	sender, _ = e.join(rec, 1)
+	watcher, _ = e.join(rec, 2)
+	return e, sender, watcher
 }

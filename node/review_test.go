@@ -19,7 +19,6 @@ import (
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/roomdb"
-	"github.com/switchboardgg/switchboard/rooms"
 )
 
 // TestDrainDuringUpgrade: a connection upgraded while the node starts
@@ -281,28 +280,10 @@ func TestCloseThrottledReader(t *testing.T) {
 // is dropped as a slow consumer, long before its message bound.
 func TestQueueBytes(t *testing.T) {
 	const maxBytes = 1 << 20
-	e := newEnv(t, false, func(c *node.Config) {
+	e, sender, watcher := slowConsumerRoom(t, "bytes", func(c *node.Config) {
 		c.SendQueueDepth = 1 << 16 // 64 MiB of CUSTOM: never reached
 		c.MaxQueueBytes = maxBytes
-		c.ReadRate, c.ReadBurst = 1<<30, 1<<30
-		c.WriteTimeout = time.Minute // the queue, not the write deadline, must catch it
-		c.Rooms.CustomRate, c.Rooms.CustomBurst = rooms.MaxCustomLimit, rooms.MaxCustomLimit
-		c.Rooms.CustomByteRate, c.Rooms.CustomByteBurst = rooms.MaxCustomLimit, rooms.MaxCustomLimit
 	})
-	rec := record("bytes", func(r *roomdb.Room) { r.SyncMode = roomdb.SyncRelay; r.TickRate = 0; r.StartMode = roomdb.StartManual })
-	e.admit(rec, 0)
-	slow := e.dialWith(func(ctx context.Context, network, addr string) (net.Conn, error) {
-		var d net.Dialer
-		nc, err := d.DialContext(ctx, network, addr)
-		if err == nil {
-			_ = nc.(*net.TCPConn).SetReadBuffer(4096)
-		}
-		return nc, err
-	})
-	slow.hello(e.ticket("bytes", 0, nil))
-	expect[*roomwire.Welcome](slow) // and then it stops reading
-	sender, _ := e.join(rec, 1)
-	watcher, _ := e.join(rec, 2)
 
 	payload := make([]byte, roomwire.MaxCustomLen)
 	const budget = 24 << 20 // socket buffers (a few MiB) and the queue, with room to spare
