@@ -392,17 +392,21 @@ func (p *player) closeRoom() {
 	<-done
 	s := rm.Stats()
 	p.mu.Lock()
-	c := &p.closed
-	c.Connects += s.Connects
-	c.Disconnects += s.Disconnects
-	c.ReconnectAttempts += s.ReconnectAttempts
-	c.Resumes += s.Resumes
-	c.Rejoins += s.Rejoins
-	c.SnapshotRestores += s.SnapshotRestores
-	c.FrameRequests += s.FrameRequests
-	c.FramesDelivered += s.FramesDelivered
-	c.InvalidMessages += s.InvalidMessages
+	addStats(&p.closed, s)
 	p.mu.Unlock()
+}
+
+// addStats adds the counters of s to sum.
+func addStats(sum *rooms.Stats, s rooms.Stats) {
+	sum.Connects += s.Connects
+	sum.Disconnects += s.Disconnects
+	sum.ReconnectAttempts += s.ReconnectAttempts
+	sum.Resumes += s.Resumes
+	sum.Rejoins += s.Rejoins
+	sum.SnapshotRestores += s.SnapshotRestores
+	sum.FrameRequests += s.FrameRequests
+	sum.FramesDelivered += s.FramesDelivered
+	sum.InvalidMessages += s.InvalidMessages
 }
 
 // stats are the counters of p's rooms, the closed ones included.
@@ -411,16 +415,7 @@ func (p *player) stats() rooms.Stats {
 	s, rm := p.closed, p.rm
 	p.mu.Unlock()
 	if rm != nil {
-		r := rm.Stats()
-		s.Connects += r.Connects
-		s.Disconnects += r.Disconnects
-		s.ReconnectAttempts += r.ReconnectAttempts
-		s.Resumes += r.Resumes
-		s.Rejoins += r.Rejoins
-		s.SnapshotRestores += r.SnapshotRestores
-		s.FrameRequests += r.FrameRequests
-		s.FramesDelivered += r.FramesDelivered
-		s.InvalidMessages += r.InvalidMessages
+		addStats(&s, rm.Stats())
 	}
 	return s
 }
@@ -709,11 +704,7 @@ func maxFrame(ps []*player) uint32 {
 func sumStats(ps []*player) rooms.Stats {
 	var s rooms.Stats
 	for _, p := range ps {
-		r := p.stats()
-		s.Disconnects += r.Disconnects
-		s.Resumes += r.Resumes
-		s.Rejoins += r.Rejoins
-		s.SnapshotRestores += r.SnapshotRestores
+		addStats(&s, p.stats())
 	}
 	return s
 }
