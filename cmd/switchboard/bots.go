@@ -30,11 +30,7 @@ func newBotsCmd() *cobra.Command {
 			if roomID == "" || n < 1 {
 				return errors.New("--room and -n ≥ 1 are required")
 			}
-			api, _, err := af.resolve()
-			if err != nil {
-				return err
-			}
-			be, err := af.backend()
+			api, be, err := af.client()
 			if err != nil {
 				return err
 			}
@@ -102,11 +98,7 @@ says READY, and prints every --every'th frame with its inputs, and every member
 and room-state event, until interrupted or the room ends.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			api, _, err := af.resolve()
-			if err != nil {
-				return err
-			}
-			be, err := af.backend()
+			api, be, err := af.client()
 			if err != nil {
 				return err
 			}

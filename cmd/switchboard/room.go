@@ -69,14 +69,22 @@ func readReady(path string) (readyInfo, error) {
 }
 
 func (f *apiFlags) backend() (*backend.Client, error) {
+	_, c, err := f.client()
+	return c, err
+}
+
+// client resolves the flags once and returns the API URL with a server-API
+// client for it.
+func (f *apiFlags) client() (string, *backend.Client, error) {
 	api, key, err := f.resolve()
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if key == "" {
-		return nil, errors.New("no server key: pass --server-key, --ready-file or set $SWITCHBOARD_SERVER_KEY")
+		return "", nil, errors.New("no server key: pass --server-key, --ready-file or set $SWITCHBOARD_SERVER_KEY")
 	}
-	return backend.New(api, key, nil)
+	c, err := backend.New(api, key, nil)
+	return api, c, err
 }
 
 func printJSON(w io.Writer, v any) error {
