@@ -2,7 +2,7 @@
 // nats-server used by `switchboard dev`, the client connection every role
 // opens, JetStream key-value buckets, and JSON request/reply helpers.
 //
-// It does not know what the records in the buckets mean (package roomdb
+// It does not know what the records in the buckets mean (package store
 // does) nor what the commands do (packages control and node do).
 //
 // # Lifecycle and goroutines

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 )
 
 // rollbackTimeout bounds the clean-up writes made after a failed step,
@@ -19,17 +19,17 @@ const rollbackTimeout = 5 * time.Second
 var errNoChange = errors.New("control: no change")
 
 // command sends a command to a node, waiting Config.CommandTimeout.
-func (s *Server) command(ctx context.Context, nodeID, verb string, req any) (*roomdb.CommandReply, error) {
+func (s *Server) command(ctx context.Context, nodeID, verb string, req any) (*store.CommandReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
 	defer cancel()
-	return roomdb.SendCommand(ctx, s.bb, nodeID, verb, req)
+	return store.SendCommand(ctx, s.bb, nodeID, verb, req)
 }
 
 // nodeError maps the error of a command to its HTTP answer: the node's own
 // error as it sent it, or 503 game_node_unavailable when the node did not
 // answer (or could not be reached at all).
 func (s *Server) nodeError(verb string, err error) *apiError {
-	var ce *roomdb.CommandError
+	var ce *store.CommandError
 	if errors.As(err, &ce) {
 		st, ok := statusOfCode[ce.Code]
 		if !ok {
@@ -41,7 +41,7 @@ func (s *Server) nodeError(verb string, err error) *apiError {
 		}
 		return &apiError{status: st, code: ce.Code, message: msg, reason: ce.Reason}
 	}
-	if !errors.Is(err, roomdb.ErrNodeUnavailable) {
+	if !errors.Is(err, store.ErrNodeUnavailable) {
 		s.log.Warn("node command failed", "verb", verb, "err", err)
 	}
 	return errNodeUnavailable()
@@ -51,7 +51,7 @@ func (s *Server) nodeError(verb string, err error) *apiError {
 // have the room (it is down, or answered not_found), so that control
 // must update the record itself.
 func nodeGone(err error) bool {
-	var ce *roomdb.CommandError
+	var ce *store.CommandError
 	if errors.As(err, &ce) {
 		return ce.Code == codeNotFound
 	}
@@ -72,10 +72,10 @@ var statusOfCode = map[string]int{
 // releaseSeat frees seat n of room id if login session sessionID still
 // holds it, and returns the room (nil if it is gone). It runs detached
 // from the request's cancellation.
-func (s *Server) releaseSeat(ctx context.Context, id string, n int, sessionID string) (*roomdb.Room, error) {
+func (s *Server) releaseSeat(ctx context.Context, id string, n int, sessionID string) (*store.Room, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
-	r, err := s.db.UpdateRoom(ctx, id, func(r *roomdb.Room) error {
+	r, err := s.db.UpdateRoom(ctx, id, func(r *store.Room) error {
 		if st := r.Seat(n); st == nil || st.SessionID != sessionID {
 			return errNoChange
 		}
@@ -85,7 +85,7 @@ func (s *Server) releaseSeat(ctx context.Context, id string, n int, sessionID st
 	switch {
 	case errors.Is(err, errNoChange):
 		return s.db.GetRoom(ctx, id)
-	case errors.Is(err, roomdb.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return nil, nil
 	}
 	return r, err
@@ -108,16 +108,16 @@ func (s *Server) startRoom(ctx context.Context, c *call) (int, any, error) {
 		return 0, nil, err
 	}
 	switch {
-	case r.Status != roomdb.StatusOpen:
+	case r.Status != store.StatusOpen:
 		return 0, nil, errConflict("room is not open", reasonRoomNotOpen)
-	case r.StartMode != roomdb.StartManual:
+	case r.StartMode != store.StartManual:
 		return 0, nil, errConflict("only a manual room can be started", reasonNotManual)
-	case r.State != roomdb.StateWaiting || r.StartedAt != nil:
+	case r.State != store.StateWaiting || r.StartedAt != nil:
 		return 0, nil, errConflict("room already started", reasonAlreadyStarted)
 	}
-	reply, err := s.command(ctx, r.NodeID, roomdb.VerbStart, &roomdb.StartRequest{Room: r})
+	reply, err := s.command(ctx, r.NodeID, store.VerbStart, &store.StartRequest{Room: r})
 	if err != nil {
-		return 0, nil, s.nodeError(roomdb.VerbStart, err)
+		return 0, nil, s.nodeError(store.VerbStart, err)
 	}
 	if reply.Room != nil {
 		r = reply.Room
@@ -160,12 +160,12 @@ func (s *Server) closeRoom(ctx context.Context, c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if r.Status == roomdb.StatusOpen {
-		r, err = s.db.UpdateRoom(ctx, r.RoomID, func(r *roomdb.Room) error {
-			if r.Status != roomdb.StatusOpen {
+	if r.Status == store.StatusOpen {
+		r, err = s.db.UpdateRoom(ctx, r.RoomID, func(r *store.Room) error {
+			if r.Status != store.StatusOpen {
 				return errNoChange
 			}
-			r.Status = roomdb.StatusClosing
+			r.Status = store.StatusClosing
 			r.CloseReason = req.Reason
 			r.CloseResult = result
 			return nil
@@ -177,8 +177,8 @@ func (s *Server) closeRoom(ctx context.Context, c *call) (int, any, error) {
 			return 0, nil, err
 		}
 	}
-	if r.Status == roomdb.StatusClosing {
-		reply, err := s.command(ctx, r.NodeID, roomdb.VerbClose, &roomdb.CloseRequest{RoomID: r.RoomID, Reason: r.CloseReason, Result: r.CloseResult})
+	if r.Status == store.StatusClosing {
+		reply, err := s.command(ctx, r.NodeID, store.VerbClose, &store.CloseRequest{RoomID: r.RoomID, Reason: r.CloseReason, Result: r.CloseResult})
 		switch {
 		case err == nil && reply.Room != nil:
 			r = reply.Room
@@ -191,18 +191,18 @@ func (s *Server) closeRoom(ctx context.Context, c *call) (int, any, error) {
 				return 0, nil, err
 			}
 		default:
-			return 0, nil, s.nodeError(roomdb.VerbClose, err)
+			return 0, nil, s.nodeError(store.VerbClose, err)
 		}
 	}
 	return http.StatusOK, map[string]any{"room": toRoomJSON(r)}, nil
 }
 
 // markClosed marks room id closed in the record (its node cannot).
-func (s *Server) markClosed(ctx context.Context, id, reason string, now time.Time) (*roomdb.Room, error) {
+func (s *Server) markClosed(ctx context.Context, id, reason string, now time.Time) (*store.Room, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
-	r, err := s.db.UpdateRoom(ctx, id, func(r *roomdb.Room) error {
-		if r.Status == roomdb.StatusClosed {
+	r, err := s.db.UpdateRoom(ctx, id, func(r *store.Room) error {
+		if r.Status == store.StatusClosed {
 			return errNoChange
 		}
 		markClosed(r, reason, now)
@@ -211,7 +211,7 @@ func (s *Server) markClosed(ctx context.Context, id, reason string, now time.Tim
 	if errors.Is(err, errNoChange) {
 		return s.db.GetRoom(ctx, id)
 	}
-	if errors.Is(err, roomdb.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, errNotFound("room not found")
 	}
 	return r, err
@@ -244,12 +244,12 @@ func (s *Server) kick(ctx context.Context, c *call) (int, any, error) {
 	if st == nil {
 		return 0, nil, errNotFound("seat is empty")
 	}
-	if r.Status == roomdb.StatusClosed {
+	if r.Status == store.StatusClosed {
 		return 0, nil, errConflict("room is not open", reasonRoomNotOpen)
 	}
-	_, err = s.command(ctx, r.NodeID, roomdb.VerbKick, &roomdb.KickRequest{RoomID: r.RoomID, Seat: n, Reason: req.Reason})
+	_, err = s.command(ctx, r.NodeID, store.VerbKick, &store.KickRequest{RoomID: r.RoomID, Seat: n, Reason: req.Reason})
 	if err != nil && !nodeGone(err) {
-		return 0, nil, s.nodeError(roomdb.VerbKick, err)
+		return 0, nil, s.nodeError(store.VerbKick, err)
 	}
 	// The node releases the seat; make sure of it in the record either way.
 	r, err = s.releaseSeat(ctx, r.RoomID, n, st.SessionID)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/switchboardgg/switchboard/backbone"
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -97,7 +97,7 @@ const (
 type Config struct {
 	// DB holds rooms, seats, login sessions, join tickets and the node
 	// registry. Required.
-	DB *roomdb.DB
+	DB *store.DB
 	// Backbone carries the commands to game nodes and tells /healthz
 	// whether NATS is reachable. Required.
 	Backbone *backbone.Conn
@@ -106,7 +106,7 @@ type Config struct {
 	// tokens. Required, at least tokens.MinKeyLen bytes.
 	ServerKey string
 	// Signer signs access tokens and connect tickets with the
-	// deployment's shared signing key (roomdb's signing key). Required.
+	// deployment's shared signing key (store's signing key). Required.
 	Signer *tokens.Signer
 	// AllowAnonymous lets C0 log in without an auth_token. False (the
 	// default) answers 401 to such logins.

@@ -4,7 +4,7 @@
 // endpoints, their JSON and their limits are documented in docs/api.md.
 //
 // control keeps no state of its own: rooms, seats, login sessions, join
-// tickets and the node registry live in package roomdb's buckets, so any
+// tickets and the node registry live in package store's buckets, so any
 // number of control processes can serve the same deployment. Seats are
 // taken with one compare-and-set of the room record, so concurrent joins
 // never give one seat twice. Commands to game nodes (admit, start, close,

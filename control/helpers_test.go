@@ -17,7 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/switchboardgg/switchboard/backbone"
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 	"go.uber.org/goleak"
 )
@@ -43,12 +43,12 @@ func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
 func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // env is one control server on 127.0.0.1 with a real embedded NATS and a
-// real roomdb.
+// real store.
 type env struct {
 	t      *testing.T
 	nats   *backbone.Embedded
 	bb     *backbone.Conn
-	db     *roomdb.DB
+	db     *store.DB
 	signer *tokens.Signer
 	clock  *clock
 	reg    *prometheus.Registry
@@ -67,9 +67,9 @@ func newEnv(t *testing.T, tweak ...func(*Config)) *env {
 	t.Cleanup(e.nats.Shutdown)
 	e.bb = e.connect()
 	ctx := context.Background()
-	e.db, err = roomdb.Open(ctx, e.bb, roomdb.Config{Logger: discard})
+	e.db, err = store.Open(ctx, e.bb, store.Config{Logger: discard})
 	if err != nil {
-		t.Fatalf("roomdb.Open: %v", err)
+		t.Fatalf("store.Open: %v", err)
 	}
 	key, err := e.db.SigningKey(ctx)
 	if err != nil {
@@ -280,7 +280,7 @@ func (e *env) join(access, roomID, ticket, csid string) resp {
 }
 
 // getRoom reads a room record directly.
-func (e *env) getRoom(id string) *roomdb.Room {
+func (e *env) getRoom(id string) *store.Room {
 	e.t.Helper()
 	r, err := e.db.GetRoom(context.Background(), id)
 	if err != nil {
@@ -293,16 +293,16 @@ func (e *env) getRoom(id string) *roomdb.Room {
 // writing the record as the node does. The real node is tested in
 // package node.
 type fakeNode struct {
-	db       *roomdb.DB
-	admitErr *roomdb.CommandError // answered to admit when set; set before use
+	db       *store.DB
+	admitErr *store.CommandError // answered to admit when set; set before use
 
 	mu     sync.Mutex
-	admits []roomdb.AdmitRequest
+	admits []store.AdmitRequest
 	verbs  []string
 }
 
 // addNode registers node id and, when serve is set, answers its commands.
-func (e *env) addNode(n roomdb.Node, serve bool) *fakeNode {
+func (e *env) addNode(n store.Node, serve bool) *fakeNode {
 	e.t.Helper()
 	if n.WSURL == "" {
 		n.WSURL = "ws://127.0.0.1:1/game/v1/ws"
@@ -312,7 +312,7 @@ func (e *env) addNode(n roomdb.Node, serve bool) *fakeNode {
 	}
 	f := &fakeNode{db: e.db}
 	if serve {
-		stop, err := roomdb.ServeCommands(e.connect(), n.NodeID, f)
+		stop, err := store.ServeCommands(e.connect(), n.NodeID, f)
 		if err != nil {
 			e.t.Fatalf("ServeCommands: %v", err)
 		}
@@ -333,14 +333,14 @@ func (f *fakeNode) Verbs() []string {
 	return append([]string(nil), f.verbs...)
 }
 
-func (f *fakeNode) Admits() []roomdb.AdmitRequest {
+func (f *fakeNode) Admits() []store.AdmitRequest {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]roomdb.AdmitRequest(nil), f.admits...)
+	return append([]store.AdmitRequest(nil), f.admits...)
 }
 
-func (f *fakeNode) Admit(_ context.Context, req *roomdb.AdmitRequest) (*roomdb.CommandReply, error) {
-	f.record(roomdb.VerbAdmit)
+func (f *fakeNode) Admit(_ context.Context, req *store.AdmitRequest) (*store.CommandReply, error) {
+	f.record(store.VerbAdmit)
 	f.mu.Lock()
 	f.admits = append(f.admits, *req)
 	f.mu.Unlock()
@@ -350,13 +350,13 @@ func (f *fakeNode) Admit(_ context.Context, req *roomdb.AdmitRequest) (*roomdb.C
 	return nil, nil
 }
 
-func (f *fakeNode) Start(ctx context.Context, req *roomdb.StartRequest) (*roomdb.CommandReply, error) {
-	f.record(roomdb.VerbStart)
-	r, err := f.db.UpdateRoom(ctx, req.Room.RoomID, func(r *roomdb.Room) error {
-		if r.State != roomdb.StateWaiting {
-			return &roomdb.CommandError{Code: roomdb.CodeConflict, Message: "already started"}
+func (f *fakeNode) Start(ctx context.Context, req *store.StartRequest) (*store.CommandReply, error) {
+	f.record(store.VerbStart)
+	r, err := f.db.UpdateRoom(ctx, req.Room.RoomID, func(r *store.Room) error {
+		if r.State != store.StateWaiting {
+			return &store.CommandError{Code: store.CodeConflict, Message: "already started"}
 		}
-		r.State = roomdb.StatePlaying
+		r.State = store.StatePlaying
 		now := time.Now().UTC()
 		r.StartedAt = &now
 		return nil
@@ -364,13 +364,13 @@ func (f *fakeNode) Start(ctx context.Context, req *roomdb.StartRequest) (*roomdb
 	if err != nil {
 		return nil, err
 	}
-	return &roomdb.CommandReply{Room: r}, nil
+	return &store.CommandReply{Room: r}, nil
 }
 
-func (f *fakeNode) Close(ctx context.Context, req *roomdb.CloseRequest) (*roomdb.CommandReply, error) {
-	f.record(roomdb.VerbClose)
-	_, err := f.db.UpdateRoom(ctx, req.RoomID, func(r *roomdb.Room) error {
-		r.Status, r.State = roomdb.StatusClosed, roomdb.StateEnding
+func (f *fakeNode) Close(ctx context.Context, req *store.CloseRequest) (*store.CommandReply, error) {
+	f.record(store.VerbClose)
+	_, err := f.db.UpdateRoom(ctx, req.RoomID, func(r *store.Room) error {
+		r.Status, r.State = store.StatusClosed, store.StateEnding
 		now := time.Now().UTC()
 		r.ClosedAt = &now
 		return nil
@@ -379,25 +379,25 @@ func (f *fakeNode) Close(ctx context.Context, req *roomdb.CloseRequest) (*roomdb
 }
 
 func (f *fakeNode) release(ctx context.Context, roomID string, seat int) error {
-	_, err := f.db.UpdateRoom(ctx, roomID, func(r *roomdb.Room) error {
+	_, err := f.db.UpdateRoom(ctx, roomID, func(r *store.Room) error {
 		r.RemoveSeat(seat)
 		return nil
 	})
 	return err
 }
 
-func (f *fakeNode) Kick(ctx context.Context, req *roomdb.KickRequest) (*roomdb.CommandReply, error) {
-	f.record(roomdb.VerbKick)
+func (f *fakeNode) Kick(ctx context.Context, req *store.KickRequest) (*store.CommandReply, error) {
+	f.record(store.VerbKick)
 	return nil, f.release(ctx, req.RoomID, req.Seat)
 }
 
-func (f *fakeNode) Leave(ctx context.Context, req *roomdb.LeaveRequest) (*roomdb.CommandReply, error) {
-	f.record(roomdb.VerbLeave)
+func (f *fakeNode) Leave(ctx context.Context, req *store.LeaveRequest) (*store.CommandReply, error) {
+	f.record(store.VerbLeave)
 	return nil, f.release(ctx, req.RoomID, req.Seat)
 }
 
-func (f *fakeNode) Drain(context.Context, *roomdb.DrainRequest) (*roomdb.CommandReply, error) {
-	f.record(roomdb.VerbDrain)
+func (f *fakeNode) Drain(context.Context, *store.DrainRequest) (*store.CommandReply, error) {
+	f.record(store.VerbDrain)
 	return nil, nil
 }
 

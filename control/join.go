@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -72,7 +72,7 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if room.Status != roomdb.StatusOpen {
+	if room.Status != store.StatusOpen {
 		return 0, nil, errConflict("room is not open", reasonRoomNotOpen)
 	}
 	// Ticket. A login session that holds a seat here needs none: C1 again
@@ -90,7 +90,7 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 				return 0, nil, err
 			}
 			ticketSeat, newConsumer = t.Seat, fresh
-		} else if room.Access != roomdb.AccessOpen {
+		} else if room.Access != store.AccessOpen {
 			return 0, nil, errDenied("a join ticket is required")
 		}
 	}
@@ -101,9 +101,9 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 	}
 	// Seat.
 	seat, created := -1, false
-	room, err = s.db.UpdateRoom(ctx, room.RoomID, func(r *roomdb.Room) error {
+	room, err = s.db.UpdateRoom(ctx, room.RoomID, func(r *store.Room) error {
 		seat, created = -1, false
-		if r.Status != roomdb.StatusOpen || expired(r, c.now) {
+		if r.Status != store.StatusOpen || expired(r, c.now) {
 			return errConflict("room is not open", reasonRoomNotOpen)
 		}
 		if st := r.SeatOfSession(sess.SessionID); st != nil {
@@ -119,7 +119,7 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 			// holds no seat any more (left, kicked, timed out).
 			return errDenied("join ticket already used")
 		}
-		if ticketHash == "" && r.Access != roomdb.AccessOpen {
+		if ticketHash == "" && r.Access != store.AccessOpen {
 			return errDenied("a join ticket is required")
 		}
 		if r.SeatOfUser(sess.Username) != nil {
@@ -135,12 +135,12 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 			return errConflict("room is full", reasonRoomFull)
 		}
 		seat, created = n, true
-		r.PutSeat(roomdb.Seat{
+		r.PutSeat(store.Seat{
 			Seat:            n,
 			Username:        sess.Username,
 			SessionID:       sess.SessionID,
 			ClientSessionID: req.ClientSessionID,
-			Status:          roomdb.SeatJoined,
+			Status:          store.SeatJoined,
 			JoinedAt:        c.now.UTC(),
 		})
 		return nil
@@ -150,7 +150,7 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 	}
 	if err != nil {
 		undoTicket()
-		if errors.Is(err, roomdb.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return 0, nil, errNotFound("room not found")
 		}
 		return 0, nil, err
@@ -167,23 +167,23 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 	node, err := s.db.GetNode(ctx, room.NodeID)
 	if err != nil {
 		undo()
-		if errors.Is(err, roomdb.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return 0, nil, errNodeUnavailable()
 		}
 		return 0, nil, err
 	}
-	if _, err := s.command(ctx, room.NodeID, roomdb.VerbAdmit, &roomdb.AdmitRequest{
+	if _, err := s.command(ctx, room.NodeID, store.VerbAdmit, &store.AdmitRequest{
 		Room: room, Seat: seat, Username: sess.Username, SessionID: sess.SessionID,
 	}); err != nil {
 		undo()
-		return 0, nil, s.nodeError(roomdb.VerbAdmit, err)
+		return 0, nil, s.nodeError(store.VerbAdmit, err)
 	}
 
-	if _, err := s.db.UpdateSession(ctx, sess.SessionID, func(ss *roomdb.Session) error {
+	if _, err := s.db.UpdateSession(ctx, sess.SessionID, func(ss *store.Session) error {
 		if e := ss.Room(room.RoomID); e != nil && !e.Left && e.Seat == seat && ss.Rooms[0].RoomID == room.RoomID {
 			return errNoChange
 		}
-		ss.PutRoom(roomdb.SessionRoom{RoomID: room.RoomID, Seat: seat, Username: sess.Username, JoinedAt: c.now.UTC()})
+		ss.PutRoom(store.SessionRoom{RoomID: room.RoomID, Seat: seat, Username: sess.Username, JoinedAt: c.now.UTC()})
 		return nil
 	}); err != nil && !errors.Is(err, errNoChange) {
 		// The seat is held and the node admitted it; C3 will miss this
@@ -217,7 +217,7 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 			MaxPlayers:             room.MaxPlayers,
 			ReconnectWindowSeconds: room.ReconnectWindowSeconds,
 		},
-		Member: memberJSON{Seat: seat, Username: sess.Username, Status: roomdb.SeatJoined},
+		Member: memberJSON{Seat: seat, Username: sess.Username, Status: store.SeatJoined},
 		Connect: connectJSON{
 			NodeID:          node.NodeID,
 			WSURL:           node.WSURL,
@@ -232,9 +232,9 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 // marks it consumed by the session. fresh reports whether this call
 // consumed it (false: the session had consumed it before). Every failure
 // is 403 permission_denied without a reason.
-func (s *Server) consumeTicket(ctx context.Context, hash, roomID string, sess *roomdb.Session, now time.Time) (t *roomdb.JoinTicket, fresh bool, err error) {
+func (s *Server) consumeTicket(ctx context.Context, hash, roomID string, sess *store.Session, now time.Time) (t *store.JoinTicket, fresh bool, err error) {
 	denied := errDenied("invalid, expired or used join ticket")
-	t, err = s.db.UpdateJoinTicket(ctx, hash, func(t *roomdb.JoinTicket) error {
+	t, err = s.db.UpdateJoinTicket(ctx, hash, func(t *store.JoinTicket) error {
 		fresh = false
 		switch {
 		case !now.Before(t.ExpiresAt), t.RoomID != roomID, t.Username != sess.Username:
@@ -259,7 +259,7 @@ func (s *Server) consumeTicket(ctx context.Context, hash, roomID string, sess *r
 	case err == nil:
 		return t, fresh, nil
 	}
-	if errors.Is(err, roomdb.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, denied
 	}
 	return nil, false, err
@@ -270,14 +270,14 @@ func (s *Server) consumeTicket(ctx context.Context, hash, roomID string, sess *r
 func (s *Server) unconsumeTicket(ctx context.Context, hash, sessionID string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
-	_, err := s.db.UpdateJoinTicket(ctx, hash, func(t *roomdb.JoinTicket) error {
+	_, err := s.db.UpdateJoinTicket(ctx, hash, func(t *store.JoinTicket) error {
 		if t.ConsumedBy != sessionID {
 			return errNoChange
 		}
 		t.ConsumedBy, t.ConsumedAt = "", nil
 		return nil
 	})
-	if err != nil && !errors.Is(err, errNoChange) && !errors.Is(err, roomdb.ErrNotFound) {
+	if err != nil && !errors.Is(err, errNoChange) && !errors.Is(err, store.ErrNotFound) {
 		s.log.Warn("join: give back ticket", "err", err)
 	}
 }
@@ -298,15 +298,15 @@ func (s *Server) leave(ctx context.Context, c *call) (int, any, error) {
 	left := func(seat int) (int, any, error) {
 		return http.StatusOK, &leaveResponse{Member: &memberJSON{Seat: seat, Username: sess.Username, Status: "left"}}, nil
 	}
-	var room *roomdb.Room
+	var room *store.Room
 	if validRoomID(id) {
 		r, err := s.db.GetRoom(ctx, id)
-		if err != nil && !errors.Is(err, roomdb.ErrNotFound) {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return 0, nil, err
 		}
 		room = r
 	}
-	var st *roomdb.Seat
+	var st *store.Seat
 	if room != nil {
 		st = room.SeatOfSession(sess.SessionID)
 	}
@@ -318,10 +318,10 @@ func (s *Server) leave(ctx context.Context, c *call) (int, any, error) {
 		return http.StatusOK, &leaveResponse{}, nil
 	}
 	seat := st.Seat
-	if room.Status != roomdb.StatusClosed {
-		_, err := s.command(ctx, room.NodeID, roomdb.VerbLeave, &roomdb.LeaveRequest{RoomID: id, Seat: seat, SessionID: sess.SessionID})
+	if room.Status != store.StatusClosed {
+		_, err := s.command(ctx, room.NodeID, store.VerbLeave, &store.LeaveRequest{RoomID: id, Seat: seat, SessionID: sess.SessionID})
 		if err != nil && !nodeGone(err) {
-			return 0, nil, s.nodeError(roomdb.VerbLeave, err)
+			return 0, nil, s.nodeError(store.VerbLeave, err)
 		}
 	}
 	// The node releases the seat; make sure of it in the record either way.
@@ -334,7 +334,7 @@ func (s *Server) leave(ctx context.Context, c *call) (int, any, error) {
 
 // markLeft records in the login session that it left room id.
 func (s *Server) markLeft(ctx context.Context, sessionID, id string) {
-	_, err := s.db.UpdateSession(ctx, sessionID, func(ss *roomdb.Session) error {
+	_, err := s.db.UpdateSession(ctx, sessionID, func(ss *store.Session) error {
 		e := ss.Room(id)
 		if e == nil || e.Left {
 			return errNoChange
@@ -342,7 +342,7 @@ func (s *Server) markLeft(ctx context.Context, sessionID, id string) {
 		e.Left, e.LeftReason = true, "left"
 		return nil
 	})
-	if err != nil && !errors.Is(err, errNoChange) && !errors.Is(err, roomdb.ErrNotFound) {
+	if err != nil && !errors.Is(err, errNoChange) && !errors.Is(err, store.ErrNotFound) {
 		s.log.Warn("leave: record in session", "room", id, "err", err)
 	}
 }
@@ -374,7 +374,7 @@ func (s *Server) current(ctx context.Context, c *call) (int, any, error) {
 			return 0, nil, err
 		}
 		st := r.SeatOfSession(sess.SessionID)
-		if st == nil || r.Status == roomdb.StatusClosed {
+		if st == nil || r.Status == store.StatusClosed {
 			continue
 		}
 		return http.StatusOK, &currentResponse{

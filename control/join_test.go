@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
 func TestJoinAnswer(t *testing.T) {
 	e := newEnv(t)
-	node := e.addNode(roomdb.Node{NodeID: "game-e1", WSURL: "wss://game-e1.game.example.com:7001/game/v1/ws"}, true)
+	node := e.addNode(store.Node{NodeID: "game-e1", WSURL: "wss://game-e1.game.example.com:7001/game/v1/ws"}, true)
 	id := e.room(map[string]any{"room_id": "rank-8812"})
 	access := e.login("alice")
 	tk := e.ticket(id, "alice", -1)
@@ -82,8 +82,8 @@ func TestJoinAnswer(t *testing.T) {
 // TestJoinErrors walks the C1 error table of the seed, in the spec's order.
 func TestJoinErrors(t *testing.T) {
 	e := newEnv(t)
-	e.addNode(roomdb.Node{NodeID: "n1"}, true)
-	e.addNode(roomdb.Node{NodeID: "dead", Region: "dead", Connections: 100}, false) // never answers
+	e.addNode(store.Node{NodeID: "n1"}, true)
+	e.addNode(store.Node{NodeID: "dead", Region: "dead", Connections: 100}, false) // never answers
 	ctx := context.Background()
 
 	room := e.room(map[string]any{"room_id": "r1", "max_players": 2})
@@ -161,7 +161,7 @@ func TestJoinErrors(t *testing.T) {
 		want(t, e.join(dave, dead, "", "csid-00005"), 503, "unavailable", "game_node_unavailable")
 	})
 	t.Run("a failed join gives the ticket back", func(t *testing.T) {
-		e.addNode(roomdb.Node{NodeID: "dead2", Region: "dead2", Connections: 100}, false)
+		e.addNode(store.Node{NodeID: "dead2", Region: "dead2", Connections: 100}, false)
 		r := e.room(map[string]any{"room_id": "dead2", "region": "dead2"})
 		tk := e.ticket(r, "dave", -1)
 		want(t, e.join(dave, r, tk, "csid-00005"), 503, "unavailable", "game_node_unavailable")
@@ -171,8 +171,8 @@ func TestJoinErrors(t *testing.T) {
 		}
 	})
 	t.Run("node error passed through", func(t *testing.T) {
-		n := e.addNode(roomdb.Node{NodeID: "picky", Region: "picky", Connections: 100}, true)
-		n.admitErr = &roomdb.CommandError{Code: roomdb.CodeConflict, Message: "node is full", Reason: "room_full"}
+		n := e.addNode(store.Node{NodeID: "picky", Region: "picky", Connections: 100}, true)
+		n.admitErr = &store.CommandError{Code: store.CodeConflict, Message: "node is full", Reason: "room_full"}
 		r := e.room(map[string]any{"room_id": "picky1", "region": "picky", "access": "open"})
 		want(t, e.join(dave, r, "", "csid-00005"), 409, "conflict", "room_full")
 		if n := len(e.getRoom(r).Seats); n != 0 {
@@ -183,7 +183,7 @@ func TestJoinErrors(t *testing.T) {
 
 func TestJoinFields(t *testing.T) {
 	e := newEnv(t)
-	e.addNode(roomdb.Node{NodeID: "n1"}, true)
+	e.addNode(store.Node{NodeID: "n1"}, true)
 	id := e.room(map[string]any{"access": "open"})
 	access := e.login("alice")
 	path := "/client/v1/game/rooms/" + id + "/join"
@@ -219,7 +219,7 @@ func TestJoinFields(t *testing.T) {
 // to exactly one of them.
 func TestJoinRace(t *testing.T) {
 	e := newEnv(t)
-	e.addNode(roomdb.Node{NodeID: "n1"}, true)
+	e.addNode(store.Node{NodeID: "n1"}, true)
 	id := e.room(map[string]any{"max_players": 4, "access": "open"})
 	const players = 10
 	access := make([]string, players)
@@ -279,7 +279,7 @@ func TestJoinRace(t *testing.T) {
 
 func TestLeaveAndCurrent(t *testing.T) {
 	e := newEnv(t)
-	node := e.addNode(roomdb.Node{NodeID: "n1"}, true)
+	node := e.addNode(store.Node{NodeID: "n1"}, true)
 	first := e.room(map[string]any{"room_id": "first", "access": "open"})
 	second := e.room(map[string]any{"room_id": "second", "access": "open"})
 	access := e.login("alice")
@@ -310,8 +310,8 @@ func TestLeaveAndCurrent(t *testing.T) {
 		t.Fatalf("current: %s", r.raw)
 	}
 	// The node says the seat went online.
-	if _, err := e.db.UpdateRoom(context.Background(), second, func(rm *roomdb.Room) error {
-		rm.Seat(0).Status = roomdb.SeatOnline
+	if _, err := e.db.UpdateRoom(context.Background(), second, func(rm *store.Room) error {
+		rm.Seat(0).Status = store.SeatOnline
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -352,12 +352,12 @@ func TestLeaveAndCurrent(t *testing.T) {
 
 func TestLeaveWithoutNode(t *testing.T) {
 	e := newEnv(t)
-	e.addNode(roomdb.Node{NodeID: "n1"}, true)
+	e.addNode(store.Node{NodeID: "n1"}, true)
 	id := e.room(map[string]any{"access": "open"})
 	access := e.login("alice")
 	want(t, e.join(access, id, "", "csid-00001"), 201)
 	// The room's node stops answering.
-	if _, err := e.db.UpdateRoom(context.Background(), id, func(r *roomdb.Room) error {
+	if _, err := e.db.UpdateRoom(context.Background(), id, func(r *store.Room) error {
 		r.NodeID = "gone"
 		return nil
 	}); err != nil {
@@ -378,7 +378,7 @@ func TestLeaveWithoutNode(t *testing.T) {
 
 func TestJoinRateLimit(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.JoinRate, c.JoinBurst = 1, 2 })
-	e.addNode(roomdb.Node{NodeID: "n1"}, true)
+	e.addNode(store.Node{NodeID: "n1"}, true)
 	id := e.room(map[string]any{"access": "open"})
 	access := e.login("alice")
 	want(t, e.join(access, id, "", "csid-00001"), 201)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 )
 
 // nodeJSON is a game node as the server API shows it.
@@ -19,7 +19,7 @@ type nodeJSON struct {
 	Version     string `json:"version,omitempty"`
 }
 
-func toNodeJSON(n *roomdb.Node) nodeJSON {
+func toNodeJSON(n *store.Node) nodeJSON {
 	return nodeJSON{NodeID: n.NodeID, WSURL: n.WSURL, Region: n.Region, Rooms: n.Rooms,
 		Connections: n.Connections, Draining: n.Draining, Version: n.Version}
 }
@@ -44,14 +44,14 @@ func (s *Server) listNodes(ctx context.Context, _ *call) (int, any, error) {
 func (s *Server) drainNode(ctx context.Context, c *call) (int, any, error) {
 	id := c.r.PathValue("node_id")
 	n, err := s.db.GetNode(ctx, id)
-	if errors.Is(err, roomdb.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return 0, nil, errNotFound("no live game node with that id")
 	}
 	if err != nil {
 		return 0, nil, err
 	}
-	if _, err := s.command(ctx, id, roomdb.VerbDrain, &roomdb.DrainRequest{}); err != nil {
-		return 0, nil, s.nodeError(roomdb.VerbDrain, err)
+	if _, err := s.command(ctx, id, store.VerbDrain, &store.DrainRequest{}); err != nil {
+		return 0, nil, s.nodeError(store.VerbDrain, err)
 	}
 	n.Draining = true
 	return http.StatusOK, map[string]any{"node": toNodeJSON(n)}, nil

@@ -4,13 +4,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 )
 
 func TestNodesListAndDrain(t *testing.T) {
 	e := newEnv(t)
-	live := e.addNode(roomdb.Node{NodeID: "n-live", Region: "eu", Connections: 3}, true)
-	e.addNode(roomdb.Node{NodeID: "n-deaf"}, false) // registered, answers nothing
+	live := e.addNode(store.Node{NodeID: "n-live", Region: "eu", Connections: 3}, true)
+	e.addNode(store.Node{NodeID: "n-deaf"}, false) // registered, answers nothing
 
 	r := e.server("GET", "/nodes", nil)
 	want(t, r, 200)
@@ -29,7 +29,7 @@ func TestNodesListAndDrain(t *testing.T) {
 	if got := r.obj("node")["draining"]; got != true {
 		t.Errorf("drained node: draining %v, want true", got)
 	}
-	if !slices.Contains(live.Verbs(), roomdb.VerbDrain) {
+	if !slices.Contains(live.Verbs(), store.VerbDrain) {
 		t.Errorf("node got %v, want a drain command", live.Verbs())
 	}
 	want(t, e.server("POST", "/nodes/n-deaf/drain", nil), 503, "unavailable", "game_node_unavailable")

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -37,7 +37,7 @@ type roomJSON struct {
 	CloseReason            string          `json:"close_reason,omitempty"`
 }
 
-func toRoomJSON(r *roomdb.Room) *roomJSON {
+func toRoomJSON(r *store.Room) *roomJSON {
 	return &roomJSON{
 		RoomID:                 r.RoomID,
 		Status:                 r.Status,
@@ -80,18 +80,18 @@ type createRoomRequest struct {
 
 // roomFromRequest validates req (spec §4) and returns the room record
 // it describes, without node and creation time.
-func (s *Server) roomFromRequest(req *createRoomRequest) (*roomdb.Room, error) {
-	r := &roomdb.Room{
+func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
+	r := &store.Room{
 		RoomID:                 req.RoomID,
-		Status:                 roomdb.StatusOpen,
-		State:                  roomdb.StateWaiting,
+		Status:                 store.StatusOpen,
+		State:                  store.StateWaiting,
 		SyncMode:               req.SyncMode,
 		StartMode:              req.StartMode,
 		Access:                 req.Access,
 		ReconnectWindowSeconds: DefaultReconnectWindowSeconds,
 		MaxDurationSeconds:     DefaultMaxDurationSeconds,
 		Region:                 req.Region,
-		Seats:                  []roomdb.Seat{},
+		Seats:                  []store.Seat{},
 	}
 	if r.RoomID == "" {
 		r.RoomID = tokens.Random(12) // 16 characters of [A-Za-z0-9_-]
@@ -99,12 +99,12 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*roomdb.Room, error) {
 		return nil, errInvalid("room_id must be 1 to %d characters of A-Z a-z 0-9 _ -", MaxRoomIDLen)
 	}
 	switch r.SyncMode {
-	case roomdb.SyncFrame:
+	case store.SyncFrame:
 		if req.TickRate == nil || *req.TickRate < MinTickRate || *req.TickRate > MaxTickRate {
 			return nil, errInvalid("tick_rate must be between %d and %d in a frame room", MinTickRate, MaxTickRate)
 		}
 		r.TickRate = *req.TickRate
-	case roomdb.SyncRelay:
+	case store.SyncRelay:
 		if req.TickRate != nil && *req.TickRate != 0 {
 			return nil, errInvalid("tick_rate must be 0 or absent in a relay room")
 		}
@@ -116,14 +116,14 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*roomdb.Room, error) {
 	}
 	r.MaxPlayers = *req.MaxPlayers
 	switch r.StartMode {
-	case roomdb.StartAllReady, roomdb.StartAuto, roomdb.StartManual:
+	case store.StartAllReady, store.StartAuto, store.StartManual:
 	default:
 		return nil, errInvalid("start_mode must be all_ready, auto or manual")
 	}
 	switch r.Access {
 	case "":
-		r.Access = roomdb.AccessTicket
-	case roomdb.AccessTicket, roomdb.AccessOpen:
+		r.Access = store.AccessTicket
+	case store.AccessTicket, store.AccessOpen:
 	default:
 		return nil, errInvalid("access must be ticket or open")
 	}
@@ -142,7 +142,7 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*roomdb.Room, error) {
 	}
 	if v := req.SnapshotIntervalFrames; v != nil {
 		limit := s.cfg.MaxSnapshotIntervalFrames
-		if r.SyncMode == roomdb.SyncFrame && r.TickRate > 0 {
+		if r.SyncMode == store.SyncFrame && r.TickRate > 0 {
 			limit = min(limit, r.TickRate*MaxSnapshotIntervalSeconds)
 		}
 		if *v < 0 || *v > limit {
@@ -183,7 +183,7 @@ func (s *Server) createRoom(ctx context.Context, c *call) (int, any, error) {
 	r.NodeID = node.NodeID
 	r.CreatedAt = c.now.UTC()
 	if err := s.db.CreateRoom(ctx, r); err != nil {
-		if errors.Is(err, roomdb.ErrExists) {
+		if errors.Is(err, store.ErrExists) {
 			return 0, nil, errConflict("room_id is taken", "")
 		}
 		return 0, nil, err
@@ -194,12 +194,12 @@ func (s *Server) createRoom(ctx context.Context, c *call) (int, any, error) {
 // pickNode chooses the node of a new room among the live nodes that are
 // not draining and, when region is set, are in that region: the one with
 // the fewest connections, then the fewest rooms, then the lowest node_id.
-func (s *Server) pickNode(ctx context.Context, region string) (*roomdb.Node, error) {
+func (s *Server) pickNode(ctx context.Context, region string) (*store.Node, error) {
 	nodes, err := s.db.ListNodes(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var best *roomdb.Node
+	var best *store.Node
 	for _, n := range nodes {
 		if n.Draining || (region != "" && n.Region != region) {
 			continue
@@ -218,13 +218,13 @@ func (s *Server) pickNode(ctx context.Context, region string) (*roomdb.Node, err
 // loadRoom reads a room: 404 when it does not exist, is not a valid id,
 // or is a closed room past closedRoomRetention (deleted then). A room past
 // its max_duration_seconds is marked closed with reason expired first.
-func (s *Server) loadRoom(ctx context.Context, id string, now time.Time) (*roomdb.Room, error) {
+func (s *Server) loadRoom(ctx context.Context, id string, now time.Time) (*store.Room, error) {
 	notFound := errNotFound("room not found")
 	if !validRoomID(id) {
 		return nil, notFound
 	}
 	r, err := s.db.GetRoom(ctx, id)
-	if errors.Is(err, roomdb.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
 	}
 	if err != nil {
@@ -243,8 +243,8 @@ func (s *Server) loadRoom(ctx context.Context, id string, now time.Time) (*roomd
 // refreshRoom applies the lazy rules to a room just read: expiry past
 // max_duration_seconds, deletion 24 h after closing. It returns nil for a
 // deleted room.
-func (s *Server) refreshRoom(ctx context.Context, r *roomdb.Room, now time.Time) (*roomdb.Room, error) {
-	if r.Status == roomdb.StatusClosed {
+func (s *Server) refreshRoom(ctx context.Context, r *store.Room, now time.Time) (*store.Room, error) {
+	if r.Status == store.StatusClosed {
 		if r.ClosedAt != nil && now.Sub(*r.ClosedAt) > closedRoomRetention {
 			if err := s.db.DeleteRoom(ctx, r.RoomID); err != nil {
 				return nil, err
@@ -256,27 +256,27 @@ func (s *Server) refreshRoom(ctx context.Context, r *roomdb.Room, now time.Time)
 	if !expired(r, now) {
 		return r, nil
 	}
-	nr, err := s.db.UpdateRoom(ctx, r.RoomID, func(r *roomdb.Room) error {
-		if r.Status != roomdb.StatusClosed && expired(r, now) {
+	nr, err := s.db.UpdateRoom(ctx, r.RoomID, func(r *store.Room) error {
+		if r.Status != store.StatusClosed && expired(r, now) {
 			markClosed(r, "expired", now)
 		}
 		return nil
 	})
-	if errors.Is(err, roomdb.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	return nr, err
 }
 
-func expired(r *roomdb.Room, now time.Time) bool {
+func expired(r *store.Room, now time.Time) bool {
 	return r.MaxDurationSeconds > 0 && !now.Before(r.CreatedAt.Add(time.Duration(r.MaxDurationSeconds)*time.Second))
 }
 
 // markClosed closes r in the record, as control does when the node cannot.
-func markClosed(r *roomdb.Room, reason string, now time.Time) {
-	r.Status = roomdb.StatusClosed
-	if r.State != roomdb.StateEnding {
-		r.State = roomdb.StateEnding
+func markClosed(r *store.Room, reason string, now time.Time) {
+	r.Status = store.StatusClosed
+	if r.State != store.StateEnding {
+		r.State = store.StateEnding
 	}
 	if r.CloseReason == "" {
 		r.CloseReason = reason
@@ -299,7 +299,7 @@ func (s *Server) getRoom(ctx context.Context, c *call) (int, any, error) {
 	if n, err := s.db.GetNode(ctx, r.NodeID); err == nil {
 		nj := toNodeJSON(n)
 		node = &nj
-	} else if !errors.Is(err, roomdb.ErrNotFound) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return 0, nil, err
 	}
 	return http.StatusOK, map[string]any{"room": toRoomJSON(r), "members": members, "node": node}, nil
@@ -308,9 +308,9 @@ func (s *Server) getRoom(ctx context.Context, c *call) (int, any, error) {
 // listRooms: GET /server/v1/game/rooms?status=&page_token=&limit=.
 func (s *Server) listRooms(ctx context.Context, c *call) (int, any, error) {
 	q := c.r.URL.Query()
-	opts := roomdb.ListOptions{Status: q.Get("status"), PageToken: q.Get("page_token"), Limit: DefaultPageSize}
+	opts := store.ListOptions{Status: q.Get("status"), PageToken: q.Get("page_token"), Limit: DefaultPageSize}
 	switch opts.Status {
-	case "", roomdb.StatusOpen, roomdb.StatusClosing, roomdb.StatusClosed:
+	case "", store.StatusOpen, store.StatusClosing, store.StatusClosed:
 	default:
 		return 0, nil, errInvalid("status must be open, closing or closed")
 	}
@@ -321,11 +321,11 @@ func (s *Server) listRooms(ctx context.Context, c *call) (int, any, error) {
 		}
 		opts.Limit = n
 	}
-	if len(opts.PageToken) > 4*roomdb.MaxIDLength {
+	if len(opts.PageToken) > 4*store.MaxIDLength {
 		return 0, nil, errInvalid("invalid page_token")
 	}
 	rooms, next, err := s.db.ListRooms(ctx, opts)
-	if errors.Is(err, roomdb.ErrInvalidPageToken) {
+	if errors.Is(err, store.ErrInvalidPageToken) {
 		return 0, nil, errInvalid("invalid page_token")
 	}
 	if err != nil {
@@ -375,12 +375,12 @@ func (s *Server) createTicket(ctx context.Context, c *call) (int, any, error) {
 	if req.Seat != nil && *req.Seat >= r.MaxPlayers {
 		return 0, nil, errInvalid("seat must be below max_players (%d)", r.MaxPlayers)
 	}
-	if r.Status != roomdb.StatusOpen {
+	if r.Status != store.StatusOpen {
 		return 0, nil, errConflict("room is not open", reasonRoomNotOpen)
 	}
 	ticket := tokens.NewJoinTicket()
 	exp := c.now.Add(ttl).UTC()
-	if err := s.db.PutJoinTicket(ctx, tokens.Hash(ticket), &roomdb.JoinTicket{
+	if err := s.db.PutJoinTicket(ctx, tokens.Hash(ticket), &store.JoinTicket{
 		RoomID:    r.RoomID,
 		Username:  req.Username,
 		Seat:      req.Seat,

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 )
 
 func TestCreateRoom(t *testing.T) {
 	e := newEnv(t)
-	e.addNode(roomdb.Node{NodeID: "n1"}, true)
+	e.addNode(store.Node{NodeID: "n1"}, true)
 
 	r := e.server("POST", "/game/rooms", map[string]any{
 		"room_id": "rank-8812", "sync_mode": "frame", "tick_rate": 30, "max_players": 4, "start_mode": "manual",
@@ -51,7 +51,7 @@ func TestCreateRoom(t *testing.T) {
 
 func TestCreateRoomValidation(t *testing.T) {
 	e := newEnv(t)
-	e.addNode(roomdb.Node{NodeID: "n1"}, false)
+	e.addNode(store.Node{NodeID: "n1"}, false)
 	ok := func(kv ...any) map[string]any {
 		b := map[string]any{"sync_mode": "frame", "tick_rate": 30, "max_players": 4, "start_mode": "auto"}
 		for i := 0; i < len(kv); i += 2 {
@@ -117,10 +117,10 @@ func TestNodeChoice(t *testing.T) {
 	e := newEnv(t)
 	want(t, e.server("POST", "/game/rooms", map[string]any{"sync_mode": "relay", "max_players": 2, "start_mode": "auto"}), 503, "unavailable", "game_node_unavailable")
 
-	e.addNode(roomdb.Node{NodeID: "busy", Connections: 50, Rooms: 3, Region: "eu"}, false)
-	e.addNode(roomdb.Node{NodeID: "idle", Connections: 1, Rooms: 9, Region: "eu"}, false)
-	e.addNode(roomdb.Node{NodeID: "idle2", Connections: 1, Rooms: 2, Region: "us"}, false)
-	e.addNode(roomdb.Node{NodeID: "draining", Connections: 0, Region: "eu", Draining: true}, false)
+	e.addNode(store.Node{NodeID: "busy", Connections: 50, Rooms: 3, Region: "eu"}, false)
+	e.addNode(store.Node{NodeID: "idle", Connections: 1, Rooms: 9, Region: "eu"}, false)
+	e.addNode(store.Node{NodeID: "idle2", Connections: 1, Rooms: 2, Region: "us"}, false)
+	e.addNode(store.Node{NodeID: "draining", Connections: 0, Region: "eu", Draining: true}, false)
 	cases := []struct{ region, want string }{
 		{"", "idle2"},
 		{"eu", "idle"},
@@ -142,7 +142,7 @@ func TestNodeChoice(t *testing.T) {
 
 func TestGetAndListRooms(t *testing.T) {
 	e := newEnv(t)
-	e.addNode(roomdb.Node{NodeID: "n1", WSURL: "ws://127.0.0.1:7001/game/v1/ws", Region: "eu"}, true)
+	e.addNode(store.Node{NodeID: "n1", WSURL: "ws://127.0.0.1:7001/game/v1/ws", Region: "eu"}, true)
 	id := e.room(map[string]any{"room_id": "r-get", "access": "open"})
 	access := e.login("alice")
 	want(t, e.join(access, id, "", "csid-0001"), 201)
@@ -216,7 +216,7 @@ func TestGetAndListRooms(t *testing.T) {
 
 func TestTickets(t *testing.T) {
 	e := newEnv(t)
-	e.addNode(roomdb.Node{NodeID: "n1"}, true)
+	e.addNode(store.Node{NodeID: "n1"}, true)
 	id := e.room(map[string]any{"room_id": "r-t", "max_players": 2})
 	r := e.server("POST", "/game/rooms/r-t/tickets", map[string]any{"username": "alice"})
 	want(t, r, 201)
@@ -260,7 +260,7 @@ func TestTickets(t *testing.T) {
 
 func TestStartCloseKick(t *testing.T) {
 	e := newEnv(t)
-	node := e.addNode(roomdb.Node{NodeID: "n1"}, true)
+	node := e.addNode(store.Node{NodeID: "n1"}, true)
 	id := e.room(map[string]any{"room_id": "r-m", "start_mode": "manual", "access": "open"})
 	auto := e.room(map[string]any{"room_id": "r-auto", "start_mode": "auto"})
 
@@ -323,14 +323,14 @@ func TestStartCloseKick(t *testing.T) {
 
 func TestCommandsWithoutNode(t *testing.T) {
 	e := newEnv(t)
-	e.addNode(roomdb.Node{NodeID: "n1"}, false) // registered, answers nothing
+	e.addNode(store.Node{NodeID: "n1"}, false) // registered, answers nothing
 	id := e.room(map[string]any{"room_id": "r-x", "start_mode": "manual"})
 	want(t, e.server("POST", "/game/rooms/"+id+"/start", nil), 503, "unavailable", "game_node_unavailable")
 
 	// A seat taken directly, as if the node had gone away later.
 	ctx := context.Background()
-	if _, err := e.db.UpdateRoom(ctx, id, func(r *roomdb.Room) error {
-		r.PutSeat(roomdb.Seat{Seat: 2, Username: "zed", SessionID: "sess-z", Status: roomdb.SeatOnline})
+	if _, err := e.db.UpdateRoom(ctx, id, func(r *store.Room) error {
+		r.PutSeat(store.Seat{Seat: 2, Username: "zed", SessionID: "sess-z", Status: store.SeatOnline})
 		return nil
 	}); err != nil {
 		t.Fatal(err)
@@ -348,7 +348,7 @@ func TestCommandsWithoutNode(t *testing.T) {
 
 func TestRoomExpiry(t *testing.T) {
 	e := newEnv(t)
-	e.addNode(roomdb.Node{NodeID: "n1"}, true)
+	e.addNode(store.Node{NodeID: "n1"}, true)
 	id := e.room(map[string]any{"room_id": "r-exp", "max_duration_seconds": 60, "access": "open"})
 	access := e.login("alice")
 	e.clock.Advance(59 * time.Second)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/switchboardgg/switchboard/backbone"
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -24,7 +24,7 @@ type Server struct {
 	// immutable after New
 	cfg        Config
 	log        *slog.Logger
-	db         *roomdb.DB
+	db         *store.DB
 	bb         *backbone.Conn
 	signer     *tokens.Signer // signing key: access tokens, connect tickets
 	authSigner *tokens.Signer // server API key: auth tokens
@@ -49,7 +49,7 @@ const (
 type call struct {
 	w       http.ResponseWriter
 	r       *http.Request
-	session *roomdb.Session // authClient routes only
+	session *store.Session // authClient routes only
 	now     time.Time
 }
 
@@ -252,7 +252,7 @@ func (s *Server) authServer(r *http.Request) error {
 
 // authClient checks the access token and that its login session still
 // exists (it does not after logout).
-func (s *Server) authClient(ctx context.Context, r *http.Request, now time.Time) (*roomdb.Session, error) {
+func (s *Server) authClient(ctx context.Context, r *http.Request, now time.Time) (*store.Session, error) {
 	tok, ok := bearer(r)
 	if !ok {
 		return nil, errUnauthenticated("missing access token")
@@ -265,7 +265,7 @@ func (s *Server) authClient(ctx context.Context, r *http.Request, now time.Time)
 		return nil, errUnauthenticated("invalid access token")
 	}
 	sess, err := s.db.GetSession(ctx, at.SessionID)
-	if errors.Is(err, roomdb.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, errUnauthenticated("login session ended")
 	}
 	if err != nil {

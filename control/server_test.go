@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -214,7 +214,7 @@ func TestServe(t *testing.T) {
 
 func TestBodies(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.MaxBodyBytes = 1024 })
-	e.addNode(roomdb.Node{NodeID: "n1"}, true)
+	e.addNode(store.Node{NodeID: "n1"}, true)
 	cases := []struct {
 		name, body string
 		reason     string

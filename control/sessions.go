@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
 // sessionLifetime is how long a login session lasts after login or its
 // last refresh: the sessions bucket's TTL.
-const sessionLifetime = roomdb.DefaultSessionTTL
+const sessionLifetime = store.DefaultSessionTTL
 
 type loginRequest struct {
 	Username  string `json:"username"`
@@ -68,7 +68,7 @@ func (s *Server) login(ctx context.Context, c *call) (int, any, error) {
 		return 0, nil, errUnauthenticated("auth_token is required")
 	}
 
-	sess := &roomdb.Session{
+	sess := &store.Session{
 		SessionID: tokens.NewID(),
 		Username:  req.Username,
 		CreatedAt: c.now.UTC(),
@@ -109,7 +109,7 @@ func (s *Server) refresh(ctx context.Context, c *call) (int, any, error) {
 	}
 	oldHash := tokens.Hash(req.RefreshToken)
 	next := newRefreshToken(sid)
-	sess, err := s.db.UpdateSession(ctx, sid, func(sess *roomdb.Session) error {
+	sess, err := s.db.UpdateSession(ctx, sid, func(sess *store.Session) error {
 		if subtle.ConstantTimeCompare([]byte(sess.RefreshHash), []byte(oldHash)) != 1 || !c.now.Before(sess.ExpiresAt) {
 			return denied
 		}
@@ -117,7 +117,7 @@ func (s *Server) refresh(ctx context.Context, c *call) (int, any, error) {
 		sess.ExpiresAt = c.now.Add(sessionLifetime).UTC()
 		return nil
 	})
-	if errors.Is(err, roomdb.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return 0, nil, denied
 	}
 	if err != nil {
@@ -139,7 +139,7 @@ func (s *Server) logout(ctx context.Context, c *call) (int, any, error) {
 	return http.StatusNoContent, nil, nil
 }
 
-func (s *Server) sessionResponse(c *call, sess *roomdb.Session, refresh string) (*sessionResponse, error) {
+func (s *Server) sessionResponse(c *call, sess *store.Session, refresh string) (*sessionResponse, error) {
 	exp := c.now.Add(s.cfg.AccessTokenTTL)
 	at, err := s.signer.SignAccessToken(tokens.AccessToken{SessionID: sess.SessionID, Username: sess.Username, ExpiresMS: exp.UnixMilli()})
 	if err != nil {
@@ -168,7 +168,7 @@ func refreshSessionID(tok string) (string, bool) {
 		return "", false
 	}
 	sid, secret, ok := strings.Cut(rest, ".")
-	if !ok || sid == "" || secret == "" || len(sid) > roomdb.MaxIDLength {
+	if !ok || sid == "" || secret == "" || len(sid) > store.MaxIDLength {
 		return "", false
 	}
 	return sid, true

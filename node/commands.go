@@ -5,19 +5,19 @@ import (
 	"errors"
 	"time"
 
-	"github.com/switchboardgg/switchboard/roomdb"
 	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/store"
 )
 
 // commands executes the commands control sends over NATS for a Server.
 // It is a type of its own because Server.Close is the lifecycle's.
 type commands struct{ s *Server }
 
-var _ roomdb.CommandHandler = commands{}
+var _ store.CommandHandler = commands{}
 
 // Commands returns the handler of the commands from control that Serve
-// subscribes (roomdb.ServeCommands) when Config.Backbone is set.
-func (s *Server) Commands() roomdb.CommandHandler { return commands{s} }
+// subscribes (store.ServeCommands) when Config.Backbone is set.
+func (s *Server) Commands() store.CommandHandler { return commands{s} }
 
 // Reasons of command errors, as control spells them in details.reason.
 const (
@@ -29,14 +29,14 @@ const (
 	reasonAlreadyStarted = "already_started"
 )
 
-func cmdErr(code, reason, msg string) *roomdb.CommandError {
-	return &roomdb.CommandError{Code: code, Reason: reason, Message: msg}
+func cmdErr(code, reason, msg string) *store.CommandError {
+	return &store.CommandError{Code: code, Reason: reason, Message: msg}
 }
 
-var errNoRoom = cmdErr(roomdb.CodeNotFound, "", "the node does not run this room")
+var errNoRoom = cmdErr(store.CodeNotFound, "", "the node does not run this room")
 
 // roomConfig converts a room record to the engine's configuration.
-func roomConfig(r *roomdb.Room) (rooms.RoomConfig, error) {
+func roomConfig(r *store.Room) (rooms.RoomConfig, error) {
 	sm, ok1 := rooms.ParseSyncMode(r.SyncMode)
 	st, ok2 := rooms.ParseStartMode(r.StartMode)
 	if !ok1 || !ok2 {
@@ -58,20 +58,20 @@ func roomConfig(r *roomdb.Room) (rooms.RoomConfig, error) {
 // Admit runs the room of the record unless it runs already, and gives the
 // seat to the login session; the player has Rooms.ConnectTimeout to
 // connect.
-func (h commands) Admit(_ context.Context, req *roomdb.AdmitRequest) (*roomdb.CommandReply, error) {
+func (h commands) Admit(_ context.Context, req *store.AdmitRequest) (*store.CommandReply, error) {
 	s := h.s
 	if req.Room == nil || req.Room.RoomID == "" {
-		return nil, cmdErr(roomdb.CodeInvalidArgument, "", "admit without a room")
+		return nil, cmdErr(store.CodeInvalidArgument, "", "admit without a room")
 	}
 	if s.draining.Load() {
-		return nil, cmdErr(roomdb.CodeUnavailable, reasonNodeDraining, "the game node is draining")
+		return nil, cmdErr(store.CodeUnavailable, reasonNodeDraining, "the game node is draining")
 	}
-	if req.Room.Status != roomdb.StatusOpen {
-		return nil, cmdErr(roomdb.CodeConflict, reasonRoomNotOpen, "room is not open")
+	if req.Room.Status != store.StatusOpen {
+		return nil, cmdErr(store.CodeConflict, reasonRoomNotOpen, "room is not open")
 	}
 	rc, err := roomConfig(req.Room)
 	if err != nil {
-		return nil, cmdErr(roomdb.CodeInvalidArgument, "", "invalid room record")
+		return nil, cmdErr(store.CodeInvalidArgument, "", "invalid room record")
 	}
 	r, err := s.engine.Open(rc)
 	if err == nil {
@@ -85,25 +85,25 @@ func (h commands) Admit(_ context.Context, req *roomdb.AdmitRequest) (*roomdb.Co
 		s.records.admitted(req.Room.RoomID, req.Seat, req.Username, req.SessionID)
 		return nil, nil
 	case errors.Is(err, rooms.ErrDraining):
-		return nil, cmdErr(roomdb.CodeUnavailable, reasonNodeDraining, "the game node is draining")
+		return nil, cmdErr(store.CodeUnavailable, reasonNodeDraining, "the game node is draining")
 	case errors.Is(err, rooms.ErrTooManyRooms):
-		return nil, cmdErr(roomdb.CodeUnavailable, reasonNodeFull, "the game node runs too many rooms")
+		return nil, cmdErr(store.CodeUnavailable, reasonNodeFull, "the game node runs too many rooms")
 	case errors.Is(err, rooms.ErrBadConfig), errors.Is(err, rooms.ErrBadSeat):
-		return nil, cmdErr(roomdb.CodeInvalidArgument, "", "invalid room record or seat")
+		return nil, cmdErr(store.CodeInvalidArgument, "", "invalid room record or seat")
 	case errors.Is(err, rooms.ErrSeatTaken):
-		return nil, cmdErr(roomdb.CodeConflict, reasonSeatTaken, "seat is taken")
+		return nil, cmdErr(store.CodeConflict, reasonSeatTaken, "seat is taken")
 	case errors.Is(err, rooms.ErrRoomEnded):
-		return nil, cmdErr(roomdb.CodeConflict, reasonRoomNotOpen, "room is not open")
+		return nil, cmdErr(store.CodeConflict, reasonRoomNotOpen, "room is not open")
 	}
 	return nil, err
 }
 
 // Start starts a manual room and answers with its record, already marked
 // playing.
-func (h commands) Start(ctx context.Context, req *roomdb.StartRequest) (*roomdb.CommandReply, error) {
+func (h commands) Start(ctx context.Context, req *store.StartRequest) (*store.CommandReply, error) {
 	s := h.s
 	if req.Room == nil {
-		return nil, cmdErr(roomdb.CodeInvalidArgument, "", "start without a room")
+		return nil, cmdErr(store.CodeInvalidArgument, "", "start without a room")
 	}
 	r := s.engine.Room(req.Room.RoomID)
 	if r == nil {
@@ -111,11 +111,11 @@ func (h commands) Start(ctx context.Context, req *roomdb.StartRequest) (*roomdb.
 	}
 	switch err := r.Start(); {
 	case errors.Is(err, rooms.ErrNotManual):
-		return nil, cmdErr(roomdb.CodeConflict, reasonNotManual, "only a manual room can be started")
+		return nil, cmdErr(store.CodeConflict, reasonNotManual, "only a manual room can be started")
 	case errors.Is(err, rooms.ErrStarted):
-		return nil, cmdErr(roomdb.CodeConflict, reasonAlreadyStarted, "room already started")
+		return nil, cmdErr(store.CodeConflict, reasonAlreadyStarted, "room already started")
 	case errors.Is(err, rooms.ErrRoomEnded):
-		return nil, cmdErr(roomdb.CodeConflict, reasonRoomNotOpen, "room is not open")
+		return nil, cmdErr(store.CodeConflict, reasonRoomNotOpen, "room is not open")
 	case err != nil:
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (h commands) Start(ctx context.Context, req *roomdb.StartRequest) (*roomdb.
 	// The record is marked playing here, not only by the record worker,
 	// so that control can answer with the started room.
 	now := s.cfg.Now().UTC()
-	rec, err := s.cfg.DB.UpdateRoom(ctx, req.Room.RoomID, func(rec *roomdb.Room) error {
+	rec, err := s.cfg.DB.UpdateRoom(ctx, req.Room.RoomID, func(rec *store.Room) error {
 		if !markPlaying(rec, now) {
 			return errNoChange
 		}
@@ -137,13 +137,13 @@ func (h commands) Start(ctx context.Context, req *roomdb.StartRequest) (*roomdb.
 	if err != nil {
 		return nil, nil // started; control reads the record
 	}
-	return &roomdb.CommandReply{Room: rec}, nil
+	return &store.CommandReply{Room: rec}, nil
 }
 
 // Close closes a room: ROOM_STATE 3 and ERROR 9 now, the connections
 // Rooms.CloseLinger later, then the record is marked closed. Closing a
 // closing room again is not an error.
-func (h commands) Close(_ context.Context, req *roomdb.CloseRequest) (*roomdb.CommandReply, error) {
+func (h commands) Close(_ context.Context, req *store.CloseRequest) (*store.CommandReply, error) {
 	s := h.s
 	r := s.engine.Room(req.RoomID)
 	if r == nil {
@@ -161,7 +161,7 @@ func (h commands) Close(_ context.Context, req *roomdb.CloseRequest) (*roomdb.Co
 
 // Kick sends ERROR 8 to the seat's connection, closes it and releases the
 // seat (MEMBER left "kicked").
-func (h commands) Kick(_ context.Context, req *roomdb.KickRequest) (*roomdb.CommandReply, error) {
+func (h commands) Kick(_ context.Context, req *store.KickRequest) (*store.CommandReply, error) {
 	s := h.s
 	r := s.engine.Room(req.RoomID)
 	if r == nil {
@@ -169,9 +169,9 @@ func (h commands) Kick(_ context.Context, req *roomdb.KickRequest) (*roomdb.Comm
 	}
 	switch err := r.Kick(req.Seat, req.Reason); {
 	case errors.Is(err, rooms.ErrSeatUnavailable), errors.Is(err, rooms.ErrBadSeat):
-		return nil, cmdErr(roomdb.CodeNotFound, "", "seat is empty")
+		return nil, cmdErr(store.CodeNotFound, "", "seat is empty")
 	case errors.Is(err, rooms.ErrRoomEnded):
-		return nil, cmdErr(roomdb.CodeConflict, reasonRoomNotOpen, "room is not open")
+		return nil, cmdErr(store.CodeConflict, reasonRoomNotOpen, "room is not open")
 	case err != nil:
 		return nil, err
 	}
@@ -180,7 +180,7 @@ func (h commands) Kick(_ context.Context, req *roomdb.KickRequest) (*roomdb.Comm
 
 // Leave releases the seat of the login session (C2): its connection is
 // dropped and the others get MEMBER left "left".
-func (h commands) Leave(_ context.Context, req *roomdb.LeaveRequest) (*roomdb.CommandReply, error) {
+func (h commands) Leave(_ context.Context, req *store.LeaveRequest) (*store.CommandReply, error) {
 	s := h.s
 	r := s.engine.Room(req.RoomID)
 	if r == nil {
@@ -188,9 +188,9 @@ func (h commands) Leave(_ context.Context, req *roomdb.LeaveRequest) (*roomdb.Co
 	}
 	switch err := r.Release(req.Seat, req.SessionID); {
 	case errors.Is(err, rooms.ErrSeatUnavailable), errors.Is(err, rooms.ErrBadSeat):
-		return nil, cmdErr(roomdb.CodeNotFound, "", "seat is not held by this session")
+		return nil, cmdErr(store.CodeNotFound, "", "seat is not held by this session")
 	case errors.Is(err, rooms.ErrRoomEnded):
-		return nil, cmdErr(roomdb.CodeConflict, reasonRoomNotOpen, "room is not open")
+		return nil, cmdErr(store.CodeConflict, reasonRoomNotOpen, "room is not open")
 	case err != nil:
 		return nil, err
 	}
@@ -200,7 +200,7 @@ func (h commands) Leave(_ context.Context, req *roomdb.LeaveRequest) (*roomdb.Co
 // Drain sends ERROR 10 node_draining to every connection, closes every
 // room and stops admitting; the registry entry says draining from the next
 // heartbeat on.
-func (h commands) Drain(ctx context.Context, _ *roomdb.DrainRequest) (*roomdb.CommandReply, error) {
+func (h commands) Drain(ctx context.Context, _ *store.DrainRequest) (*store.CommandReply, error) {
 	s := h.s
 	s.drain()
 	if s.cfg.DB != nil {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/roomdb"
 	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/store"
 )
 
 // TestCommands drives the node the way control does: records in the KV,
@@ -18,10 +18,10 @@ import (
 func TestCommands(t *testing.T) {
 	e := newEnv(t, true, func(c *node.Config) { c.Rooms.CloseLinger = 200 * time.Millisecond })
 	ctx := context.Background()
-	cmd := func(verb string, req any) (*roomdb.CommandReply, error) {
-		return roomdb.SendCommand(ctx, e.bb, "node-test", verb, req)
+	cmd := func(verb string, req any) (*store.CommandReply, error) {
+		return store.SendCommand(ctx, e.bb, "node-test", verb, req)
 	}
-	getRoom := func(id string) *roomdb.Room {
+	getRoom := func(id string) *store.Room {
 		r, err := e.db.GetRoom(ctx, id)
 		if err != nil {
 			t.Fatal(err)
@@ -29,7 +29,7 @@ func TestCommands(t *testing.T) {
 		return r
 	}
 	codeOf := func(err error) string {
-		var ce *roomdb.CommandError
+		var ce *store.CommandError
 		if errors.As(err, &ce) {
 			return ce.Code + "/" + ce.Reason
 		}
@@ -41,44 +41,44 @@ func TestCommands(t *testing.T) {
 		t.Fatalf("registry entry %+v, %v", n, err)
 	}
 
-	rec := record("cmd", func(r *roomdb.Room) { r.StartMode = roomdb.StartManual })
+	rec := record("cmd", func(r *store.Room) { r.StartMode = store.StartManual })
 	a, _ := e.join(rec, 0)
 	b, _ := e.join(rec, 1)
 	c, _ := e.join(rec, 2)
 	waitFor(t, "seats online in the record", func() bool {
 		r := getRoom("cmd")
-		return len(r.Seats) == 3 && r.Seat(0).Status == roomdb.SeatOnline && r.Seat(2).Status == roomdb.SeatOnline
+		return len(r.Seats) == 3 && r.Seat(0).Status == store.SeatOnline && r.Seat(2).Status == store.SeatOnline
 	})
 
 	t.Run("admit errors", func(t *testing.T) {
-		_, err := cmd(roomdb.VerbAdmit, &roomdb.AdmitRequest{Room: rec, Seat: 0, Username: "x", SessionID: "other"})
+		_, err := cmd(store.VerbAdmit, &store.AdmitRequest{Room: rec, Seat: 0, Username: "x", SessionID: "other"})
 		if got := codeOf(err); got != "conflict/seat_taken" {
 			t.Errorf("admit held seat: %s", got)
 		}
-		_, err = cmd(roomdb.VerbAdmit, &roomdb.AdmitRequest{Room: rec, Seat: 9, Username: "x", SessionID: "other"})
+		_, err = cmd(store.VerbAdmit, &store.AdmitRequest{Room: rec, Seat: 9, Username: "x", SessionID: "other"})
 		if got := codeOf(err); got != "invalid_argument/" {
 			t.Errorf("admit seat 9: %s", got)
 		}
 	})
 
 	t.Run("start", func(t *testing.T) {
-		reply, err := cmd(roomdb.VerbStart, &roomdb.StartRequest{Room: rec})
-		if err != nil || reply.Room == nil || reply.Room.State != roomdb.StatePlaying || reply.Room.StartedAt == nil {
+		reply, err := cmd(store.VerbStart, &store.StartRequest{Room: rec})
+		if err != nil || reply.Room == nil || reply.Room.State != store.StatePlaying || reply.Room.StartedAt == nil {
 			t.Fatalf("start: %+v, %v", reply, err)
 		}
 		if rs := expect[*roomwire.RoomState](a); rs.State != roomwire.StatePlaying || rs.StartFrame != 1 {
 			t.Errorf("ROOM_STATE %+v", rs)
 		}
-		if _, err := cmd(roomdb.VerbStart, &roomdb.StartRequest{Room: rec}); codeOf(err) != "conflict/already_started" {
+		if _, err := cmd(store.VerbStart, &store.StartRequest{Room: rec}); codeOf(err) != "conflict/already_started" {
 			t.Errorf("second start: %v", err)
 		}
-		if _, err := cmd(roomdb.VerbStart, &roomdb.StartRequest{Room: record("nope", nil)}); codeOf(err) != "not_found/" {
+		if _, err := cmd(store.VerbStart, &store.StartRequest{Room: record("nope", nil)}); codeOf(err) != "not_found/" {
 			t.Errorf("start unknown room: %v", err)
 		}
 	})
 
 	t.Run("kick", func(t *testing.T) {
-		if _, err := cmd(roomdb.VerbKick, &roomdb.KickRequest{RoomID: "cmd", Seat: 2, Reason: "afk"}); err != nil {
+		if _, err := cmd(store.VerbKick, &store.KickRequest{RoomID: "cmd", Seat: 2, Reason: "afk"}); err != nil {
 			t.Fatal(err)
 		}
 		if er := c.expectError(roomwire.CodeKicked); er.Reason != "afk" {
@@ -93,16 +93,16 @@ func TestCommands(t *testing.T) {
 			}
 		}
 		waitFor(t, "kicked seat released in the record", func() bool { return getRoom("cmd").Seat(2) == nil })
-		if _, err := cmd(roomdb.VerbKick, &roomdb.KickRequest{RoomID: "cmd", Seat: 2}); codeOf(err) != "not_found/" {
+		if _, err := cmd(store.VerbKick, &store.KickRequest{RoomID: "cmd", Seat: 2}); codeOf(err) != "not_found/" {
 			t.Errorf("kick empty seat: %v", err)
 		}
 	})
 
 	t.Run("leave", func(t *testing.T) {
-		if _, err := cmd(roomdb.VerbLeave, &roomdb.LeaveRequest{RoomID: "cmd", Seat: 1, SessionID: "someone"}); codeOf(err) != "not_found/" {
+		if _, err := cmd(store.VerbLeave, &store.LeaveRequest{RoomID: "cmd", Seat: 1, SessionID: "someone"}); codeOf(err) != "not_found/" {
 			t.Errorf("leave by another session: %v", err)
 		}
-		if _, err := cmd(roomdb.VerbLeave, &roomdb.LeaveRequest{RoomID: "cmd", Seat: 1, SessionID: session(1)}); err != nil {
+		if _, err := cmd(store.VerbLeave, &store.LeaveRequest{RoomID: "cmd", Seat: 1, SessionID: session(1)}); err != nil {
 			t.Fatal(err)
 		}
 		b.expectClosed()
@@ -118,7 +118,7 @@ func TestCommands(t *testing.T) {
 	})
 
 	t.Run("close", func(t *testing.T) {
-		if _, err := cmd(roomdb.VerbClose, &roomdb.CloseRequest{RoomID: "cmd", Reason: "game_over", Result: []byte(`{"winner":0}`)}); err != nil {
+		if _, err := cmd(store.VerbClose, &store.CloseRequest{RoomID: "cmd", Reason: "game_over", Result: []byte(`{"winner":0}`)}); err != nil {
 			t.Fatal(err)
 		}
 		rs := expect[*roomwire.RoomState](a)
@@ -131,12 +131,12 @@ func TestCommands(t *testing.T) {
 		}
 		waitFor(t, "room closed in the record", func() bool {
 			r := getRoom("cmd")
-			return r.Status == roomdb.StatusClosed && r.ClosedAt != nil
+			return r.Status == store.StatusClosed && r.ClosedAt != nil
 		})
-		if r := getRoom("cmd"); r.CloseReason != "game_over" || r.State != roomdb.StateEnding {
+		if r := getRoom("cmd"); r.CloseReason != "game_over" || r.State != store.StateEnding {
 			t.Errorf("record %+v", r)
 		}
-		if _, err := cmd(roomdb.VerbClose, &roomdb.CloseRequest{RoomID: "cmd"}); codeOf(err) != "not_found/" {
+		if _, err := cmd(store.VerbClose, &store.CloseRequest{RoomID: "cmd"}); codeOf(err) != "not_found/" {
 			t.Errorf("close of a closed room: %v", err)
 		}
 	})
@@ -144,10 +144,10 @@ func TestCommands(t *testing.T) {
 	t.Run("seat offline in the record", func(t *testing.T) {
 		r2 := record("off", nil)
 		x, _ := e.join(r2, 0)
-		waitFor(t, "online", func() bool { return getRoom("off").Seat(0).Status == roomdb.SeatOnline })
+		waitFor(t, "online", func() bool { return getRoom("off").Seat(0).Status == store.SeatOnline })
 		x.nc.Close()
-		waitFor(t, "offline", func() bool { return getRoom("off").Seat(0).Status == roomdb.SeatOffline })
-		if r := getRoom("off"); r.State != roomdb.StatePlaying {
+		waitFor(t, "offline", func() bool { return getRoom("off").Seat(0).Status == store.SeatOffline })
+		if r := getRoom("off"); r.State != store.StatePlaying {
 			t.Errorf("auto room state %q, want playing", r.State)
 		}
 	})
@@ -155,7 +155,7 @@ func TestCommands(t *testing.T) {
 	t.Run("drain", func(t *testing.T) {
 		r3 := record("dr", nil)
 		y, _ := e.join(r3, 0)
-		if _, err := cmd(roomdb.VerbDrain, &roomdb.DrainRequest{}); err != nil {
+		if _, err := cmd(store.VerbDrain, &store.DrainRequest{}); err != nil {
 			t.Fatal(err)
 		}
 		y.expectError(roomwire.CodeNodeDraining)
@@ -165,12 +165,12 @@ func TestCommands(t *testing.T) {
 		late := e.dial() // a draining node answers handshakes with ERROR 10
 		late.hello(e.ticket("dr", 0, nil))
 		late.expectError(roomwire.CodeNodeDraining)
-		_, err := cmd(roomdb.VerbAdmit, &roomdb.AdmitRequest{Room: record("late", nil), Seat: 0, Username: "u", SessionID: "s"})
+		_, err := cmd(store.VerbAdmit, &store.AdmitRequest{Room: record("late", nil), Seat: 0, Username: "u", SessionID: "s"})
 		if codeOf(err) != "unavailable/node_draining" {
 			t.Errorf("admit while draining: %v", err)
 		}
 		waitFor(t, "drained rooms closed in the record", func() bool {
-			return getRoom("dr").Status == roomdb.StatusClosed && getRoom("off").Status == roomdb.StatusClosed
+			return getRoom("dr").Status == store.StatusClosed && getRoom("off").Status == store.StatusClosed
 		})
 		if got := getRoom("dr").CloseReason; got != rooms.ReasonDraining {
 			t.Errorf("close reason %q", got)
@@ -187,10 +187,10 @@ func TestShutdownRemovesRegistryEntry(t *testing.T) {
 	if err := e.srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.GetNode(ctx, "node-test"); !errors.Is(err, roomdb.ErrNotFound) {
+	if _, err := e.db.GetNode(ctx, "node-test"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("registry entry after shutdown: %v", err)
 	}
-	if _, err := roomdb.SendCommand(ctx, e.bb, "node-test", roomdb.VerbDrain, &roomdb.DrainRequest{}); !errors.Is(err, roomdb.ErrNodeUnavailable) {
+	if _, err := store.SendCommand(ctx, e.bb, "node-test", store.VerbDrain, &store.DrainRequest{}); !errors.Is(err, store.ErrNodeUnavailable) {
 		t.Errorf("command after shutdown: %v", err)
 	}
 }

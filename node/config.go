@@ -8,8 +8,8 @@ import (
 
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/roomdb"
 	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -89,11 +89,11 @@ type Config struct {
 	Region, Version string
 
 	// Signer verifies connect tickets and signs resume tokens, with the
-	// deployment's signing key (roomdb.DB.SigningKey). Required.
+	// deployment's signing key (store.DB.SigningKey). Required.
 	Signer *tokens.Signer
 	// DB receives the records' updates (seats online/offline/released,
 	// room state) and the registry heartbeats. Nil means neither.
-	DB *roomdb.DB
+	DB *store.DB
 	// Backbone serves the commands from control. Nil means the node
 	// takes no commands (rooms are created through [Server.Admit] only).
 	Backbone *backbone.Conn

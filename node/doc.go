@@ -45,9 +45,9 @@
 //
 // New starts nothing. Serve runs, besides the HTTP server: the rooms'
 // tick scheduler ([rooms.Engine.Run]), the worker that writes the rooms'
-// state changes to the records (roomdb.DB.UpdateRoom), the registry
-// heartbeat (roomdb.DB.PutNode every Config.Heartbeat) and the command
-// subscriptions (roomdb.ServeCommands). The drain command sends ERROR 10
+// state changes to the records (store.DB.UpdateRoom), the registry
+// heartbeat (store.DB.PutNode every Config.Heartbeat) and the command
+// subscriptions (store.ServeCommands). The drain command sends ERROR 10
 // node_draining to every connection, closes every room and marks the
 // registry entry draining; a connection opened after that, until Shutdown
 // or Close, gets ERROR 10 at once. Shutdown drains, stops accepting, waits for the connections and the

@@ -23,7 +23,7 @@ import (
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -32,7 +32,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var discard = slog.New(slog.DiscardHandler)
 
 // env is one game node on 127.0.0.1:0; with NATS it has a real embedded
-// NATS, roomdb and the command path.
+// NATS, store and the command path.
 type env struct {
 	t      *testing.T
 	signer *tokens.Signer
@@ -41,7 +41,7 @@ type env struct {
 	reg    *prometheus.Registry
 	served chan error
 	bb     *backbone.Conn
-	db     *roomdb.DB
+	db     *store.DB
 	proxy  *proxy // newEnvProxied: between the node and NATS
 }
 
@@ -141,7 +141,7 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { e.bb.Close() })
-		if e.db, err = roomdb.Open(ctx, e.bb, roomdb.Config{Logger: discard}); err != nil {
+		if e.db, err = store.Open(ctx, e.bb, store.Config{Logger: discard}); err != nil {
 			t.Fatal(err)
 		}
 		key, err := e.db.SigningKey(ctx)
@@ -162,7 +162,7 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { bb.Close() })
-			if cfg.DB, err = roomdb.Open(ctx, bb, roomdb.Config{Logger: discard}); err != nil {
+			if cfg.DB, err = store.Open(ctx, bb, store.Config{Logger: discard}); err != nil {
 				t.Fatal(err)
 			}
 			cfg.Backbone = bb
@@ -205,11 +205,11 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 }
 
 // record is a room record as control creates it.
-func record(id string, mod func(*roomdb.Room)) *roomdb.Room {
-	r := &roomdb.Room{
-		RoomID: id, Status: roomdb.StatusOpen, State: roomdb.StateWaiting,
-		SyncMode: roomdb.SyncFrame, TickRate: 30, MaxPlayers: 4, StartMode: roomdb.StartAuto,
-		Access: roomdb.AccessTicket, ReconnectWindowSeconds: 60, MaxDurationSeconds: 3600,
+func record(id string, mod func(*store.Room)) *store.Room {
+	r := &store.Room{
+		RoomID: id, Status: store.StatusOpen, State: store.StateWaiting,
+		SyncMode: store.SyncFrame, TickRate: 30, MaxPlayers: 4, StartMode: store.StartAuto,
+		Access: store.AccessTicket, ReconnectWindowSeconds: 60, MaxDurationSeconds: 3600,
 		CreatedAt: time.Now().UTC(), NodeID: "node-test",
 	}
 	if mod != nil {
@@ -222,28 +222,28 @@ func session(seat int) string { return fmt.Sprintf("sess-%d", seat) }
 
 // admit seats session(seat) in room rec: through NATS and the records when
 // the env has them, else by calling the command handler.
-func (e *env) admit(rec *roomdb.Room, seat int) {
+func (e *env) admit(rec *store.Room, seat int) {
 	e.t.Helper()
 	ctx := context.Background()
-	req := &roomdb.AdmitRequest{Room: rec, Seat: seat, Username: fmt.Sprintf("user%d", seat), SessionID: session(seat)}
+	req := &store.AdmitRequest{Room: rec, Seat: seat, Username: fmt.Sprintf("user%d", seat), SessionID: session(seat)}
 	if e.db == nil {
 		if _, err := e.srv.Commands().Admit(ctx, req); err != nil {
 			e.t.Fatalf("admit: %v", err)
 		}
 		return
 	}
-	if _, err := e.db.GetRoom(ctx, rec.RoomID); errors.Is(err, roomdb.ErrNotFound) {
+	if _, err := e.db.GetRoom(ctx, rec.RoomID); errors.Is(err, store.ErrNotFound) {
 		if err := e.db.CreateRoom(ctx, rec); err != nil {
 			e.t.Fatal(err)
 		}
 	}
-	if _, err := e.db.UpdateRoom(ctx, rec.RoomID, func(r *roomdb.Room) error {
-		r.PutSeat(roomdb.Seat{Seat: seat, Username: req.Username, SessionID: req.SessionID, Status: roomdb.SeatJoined, JoinedAt: time.Now().UTC()})
+	if _, err := e.db.UpdateRoom(ctx, rec.RoomID, func(r *store.Room) error {
+		r.PutSeat(store.Seat{Seat: seat, Username: req.Username, SessionID: req.SessionID, Status: store.SeatJoined, JoinedAt: time.Now().UTC()})
 		return nil
 	}); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := roomdb.SendCommand(ctx, e.bb, "node-test", roomdb.VerbAdmit, req); err != nil {
+	if _, err := store.SendCommand(ctx, e.bb, "node-test", store.VerbAdmit, req); err != nil {
 		e.t.Fatalf("admit: %v", err)
 	}
 }
@@ -266,7 +266,7 @@ func (e *env) ticket(room string, seat int, mod func(*tokens.ConnectTicket)) str
 }
 
 // join admits seat in rec, connects and returns the client and its WELCOME.
-func (e *env) join(rec *roomdb.Room, seat int) (*client, *roomwire.Welcome) {
+func (e *env) join(rec *store.Room, seat int) (*client, *roomwire.Welcome) {
 	e.t.Helper()
 	e.admit(rec, seat)
 	c := e.dial()

@@ -21,7 +21,7 @@ import (
 
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -49,8 +49,8 @@ func TestLoad(t *testing.T) {
 	})
 	e.signer, _ = tokens.NewSigner(key)
 	for i := range nRooms {
-		rec := record(fmt.Sprintf("load-%d", i), func(r *roomdb.Room) {
-			r.TickRate, r.MaxPlayers, r.StartMode = tick, players, roomdb.StartAuto
+		rec := record(fmt.Sprintf("load-%d", i), func(r *store.Room) {
+			r.TickRate, r.MaxPlayers, r.StartMode = tick, players, store.StartAuto
 		})
 		for s := range players {
 			e.admit(rec, s)

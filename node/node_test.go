@@ -17,8 +17,8 @@ import (
 
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/roomdb"
 	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -103,9 +103,9 @@ func TestUpgradeRequirements(t *testing.T) {
 
 func TestLockstep(t *testing.T) {
 	e := newEnv(t, false, nil)
-	rec := record("ls", func(r *roomdb.Room) {
+	rec := record("ls", func(r *store.Room) {
 		r.MaxPlayers = 2
-		r.StartMode = roomdb.StartAllReady
+		r.StartMode = store.StartAllReady
 		r.SnapshotIntervalFrames = 60
 	})
 	a, wa := e.join(rec, 0)
@@ -204,7 +204,7 @@ func TestLockstep(t *testing.T) {
 
 func TestResume(t *testing.T) {
 	e := newEnv(t, false, nil)
-	rec := record("res", func(r *roomdb.Room) { r.MaxPlayers = 2 })
+	rec := record("res", func(r *store.Room) { r.MaxPlayers = 2 })
 	a, wa := e.join(rec, 0)
 	b, _ := e.join(rec, 1)
 	waitFor(t, "frame 5", func() bool { return e.srv.Engine().Room("res").Frame() >= 5 })
@@ -258,7 +258,7 @@ func TestReplacementByHello(t *testing.T) {
 
 func TestInvalidMessages(t *testing.T) {
 	e := newEnv(t, false, nil)
-	rec := record("inv", func(r *roomdb.Room) { r.StartMode = roomdb.StartManual })
+	rec := record("inv", func(r *store.Room) { r.StartMode = store.StartManual })
 	c, _ := e.join(rec, 0)
 	bad := []byte{byte(roomwire.TypeInput), 0, 0} // truncated
 	overCap := append([]byte{byte(roomwire.TypeInput), 0, 0, 0, 1, 0xC8, 1}, make([]byte, 200)...)
@@ -317,7 +317,7 @@ func TestReadLimit(t *testing.T) {
 
 func TestIdleTimeout(t *testing.T) {
 	e := newEnv(t, false, func(c *node.Config) { c.IdleTimeout = 300 * time.Millisecond })
-	rec := record("idle", func(r *roomdb.Room) { r.StartMode = roomdb.StartManual })
+	rec := record("idle", func(r *store.Room) { r.StartMode = store.StartManual })
 	quiet, _ := e.join(rec, 0)
 	talker, _ := e.join(rec, 1)
 	stop := make(chan struct{})
@@ -435,7 +435,7 @@ func slowConsumerRoom(t *testing.T, roomID string, tweak func(*node.Config)) (e 
 		c.Rooms.CustomByteRate, c.Rooms.CustomByteBurst = rooms.MaxCustomLimit, rooms.MaxCustomLimit
 		tweak(c)
 	})
-	rec := record(roomID, func(r *roomdb.Room) { r.SyncMode = roomdb.SyncRelay; r.TickRate = 0; r.StartMode = roomdb.StartManual })
+	rec := record(roomID, func(r *store.Room) { r.SyncMode = store.SyncRelay; r.TickRate = 0; r.StartMode = store.StartManual })
 	e.admit(rec, 0)
 	slow := e.dialWith(func(ctx context.Context, network, addr string) (net.Conn, error) {
 		var d net.Dialer

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/switchboardgg/switchboard/roomdb"
 	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/store"
 )
 
 // Retries of the record worker: after a failed update it pauses, from
@@ -30,7 +30,7 @@ const (
 // update, and retries failed ones.
 type recordQueue struct {
 	// immutable
-	db      *roomdb.DB // nil: events are dropped
+	db      *store.DB // nil: events are dropped
 	timeout time.Duration
 	now     func() time.Time
 	log     *slog.Logger
@@ -42,7 +42,7 @@ type recordQueue struct {
 	idle    chan struct{}          // closed when nothing is pending or held
 }
 
-func newRecordQueue(db *roomdb.DB, timeout time.Duration, now func() time.Time, log *slog.Logger) *recordQueue {
+func newRecordQueue(db *store.DB, timeout time.Duration, now func() time.Time, log *slog.Logger) *recordQueue {
 	return &recordQueue{
 		db: db, timeout: timeout, now: now, log: log,
 		wake:    make(chan struct{}, 1),
@@ -123,7 +123,7 @@ func (c seatChange) then(n seatChange) seatChange {
 // apply changes seat i of r and reports whether anything changed.
 // heldAgain reports whether a release of the seat by a session is
 // superseded: the engine admitted the session again since.
-func (c *seatChange) apply(r *roomdb.Room, i int, heldAgain func(session string) bool) bool {
+func (c *seatChange) apply(r *store.Room, i int, heldAgain func(session string) bool) bool {
 	changed := false
 	if c.released != "" && !heldAgain(c.released) {
 		if st := r.Seat(i); st != nil && st.SessionID == c.released {
@@ -132,17 +132,17 @@ func (c *seatChange) apply(r *roomdb.Room, i int, heldAgain func(session string)
 	}
 	st := r.Seat(i)
 	if st == nil {
-		if !c.ensure || c.op == opReleased || r.Status != roomdb.StatusOpen || i >= r.MaxPlayers ||
+		if !c.ensure || c.op == opReleased || r.Status != store.StatusOpen || i >= r.MaxPlayers ||
 			r.SeatOfSession(c.session) != nil || r.SeatOfUser(c.username) != nil {
 			return changed
 		}
-		seat := roomdb.Seat{Seat: i, Username: c.username, SessionID: c.session, Status: roomdb.SeatJoined, JoinedAt: c.joinedAt}
+		seat := store.Seat{Seat: i, Username: c.username, SessionID: c.session, Status: store.SeatJoined, JoinedAt: c.joinedAt}
 		switch c.op {
 		case opOnline:
 			at := c.at
-			seat.Status, seat.ConnectedAt = roomdb.SeatOnline, &at
+			seat.Status, seat.ConnectedAt = store.SeatOnline, &at
 		case opOffline:
-			seat.Status = roomdb.SeatOffline
+			seat.Status = store.SeatOffline
 		}
 		r.PutSeat(seat)
 		return true
@@ -157,23 +157,23 @@ func (c *seatChange) apply(r *roomdb.Room, i int, heldAgain func(session string)
 		}
 		return r.RemoveSeat(i) || changed
 	case opJoined:
-		if st.Status == roomdb.SeatJoined {
+		if st.Status == store.SeatJoined {
 			return changed
 		}
-		st.Status, st.ConnectedAt = roomdb.SeatJoined, nil
+		st.Status, st.ConnectedAt = store.SeatJoined, nil
 		return true
 	case opOnline:
-		if st.Status == roomdb.SeatOnline && st.ConnectedAt != nil && st.ConnectedAt.Equal(c.at) {
+		if st.Status == store.SeatOnline && st.ConnectedAt != nil && st.ConnectedAt.Equal(c.at) {
 			return changed
 		}
 		at := c.at
-		st.Status, st.ConnectedAt = roomdb.SeatOnline, &at
+		st.Status, st.ConnectedAt = store.SeatOnline, &at
 		return true
 	case opOffline:
-		if st.Status == roomdb.SeatOffline {
+		if st.Status == store.SeatOffline {
 			return changed
 		}
-		st.Status = roomdb.SeatOffline
+		st.Status = store.SeatOffline
 		return true
 	}
 	return changed
@@ -236,7 +236,7 @@ func (c *roomChange) then(n *roomChange) {
 
 // apply changes r and reports whether anything changed. heldAgain
 // reports whether a release of seat by session is superseded.
-func (c *roomChange) apply(r *roomdb.Room, heldAgain func(seat int, session string) bool) bool {
+func (c *roomChange) apply(r *store.Room, heldAgain func(seat int, session string) bool) bool {
 	changed := false
 	if c.playing {
 		changed = markPlaying(r, c.startedAt) || changed
@@ -246,8 +246,8 @@ func (c *roomChange) apply(r *roomdb.Room, heldAgain func(seat int, session stri
 			changed = c.seats[i].apply(r, i, func(session string) bool { return heldAgain(i, session) }) || changed
 		}
 	}
-	if c.ending && r.Status != roomdb.StatusClosed && (r.State != roomdb.StateEnding || r.Status != roomdb.StatusClosing) {
-		r.State, r.Status = roomdb.StateEnding, roomdb.StatusClosing
+	if c.ending && r.Status != store.StatusClosed && (r.State != store.StateEnding || r.Status != store.StatusClosing) {
+		r.State, r.Status = store.StateEnding, store.StatusClosing
 		if r.CloseReason == "" {
 			r.CloseReason = c.endReason
 			if len(c.endResult) > 0 {
@@ -256,8 +256,8 @@ func (c *roomChange) apply(r *roomdb.Room, heldAgain func(seat int, session stri
 		}
 		changed = true
 	}
-	if c.closed && r.Status != roomdb.StatusClosed {
-		r.Status, r.State = roomdb.StatusClosed, roomdb.StateEnding
+	if c.closed && r.Status != store.StatusClosed {
+		r.Status, r.State = store.StatusClosed, store.StateEnding
 		if r.CloseReason == "" {
 			r.CloseReason = c.closeReason
 		}
@@ -270,11 +270,11 @@ func (c *roomChange) apply(r *roomdb.Room, heldAgain func(seat int, session stri
 
 // markPlaying marks a waiting record playing since at, and reports
 // whether it changed.
-func markPlaying(r *roomdb.Room, at time.Time) bool {
-	if r.State != roomdb.StateWaiting || r.StartedAt != nil {
+func markPlaying(r *store.Room, at time.Time) bool {
+	if r.State != store.StateWaiting || r.StartedAt != nil {
 		return false
 	}
-	r.State, r.StartedAt = roomdb.StatePlaying, &at
+	r.State, r.StartedAt = store.StatePlaying, &at
 	return true
 }
 
@@ -415,8 +415,8 @@ func (w *recordQueue) apply(ctx context.Context, batch map[string]*roomChange) e
 	for id, c := range batch {
 		err := w.update(ctx, id, c)
 		switch {
-		case err == nil, errors.Is(err, roomdb.ErrNotFound):
-		case errors.Is(err, roomdb.ErrTooLarge), errors.Is(err, roomdb.ErrInvalidID):
+		case err == nil, errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrInvalidID):
 			w.log.Warn("record update refused", "room", id, "err", err) // retrying would not help
 		default:
 			return fmt.Errorf("room %s: %w", id, err)
@@ -433,7 +433,7 @@ func (w *recordQueue) update(ctx context.Context, id string, c *roomChange) erro
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	heldAgain := func(seat int, session string) bool { return w.heldAgain(id, seat, session) }
-	_, err := w.db.UpdateRoom(ctx, id, func(r *roomdb.Room) error {
+	_, err := w.db.UpdateRoom(ctx, id, func(r *store.Room) error {
 		if !c.apply(r, heldAgain) {
 			return errNoChange
 		}

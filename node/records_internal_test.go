@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboardgg/switchboard/roomdb"
 	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/store"
 )
 
 // TestRoomChange checks the coalesced changes against the record they
@@ -22,49 +22,49 @@ func TestRoomChange(t *testing.T) {
 		return step{ev: rooms.Event{Kind: k, RoomID: "r", Seat: seat, SessionID: session, Reason: "why"}}
 	}
 	admit := func(seat int, session string) step { return step{ev: rooms.Event{Seat: seat}, admit: session} }
-	seat := func(n int, session, status string) roomdb.Seat {
-		return roomdb.Seat{Seat: n, Username: "u-" + session, SessionID: session, Status: status, JoinedAt: t0}
+	seat := func(n int, session, status string) store.Seat {
+		return store.Seat{Seat: n, Username: "u-" + session, SessionID: session, Status: status, JoinedAt: t0}
 	}
 	tests := []struct {
 		name  string
-		seats []roomdb.Seat // of the record before
+		seats []store.Seat // of the record before
 		steps []step
 		want  map[int]string // seat → "session/status" after
 	}{
-		{"online, offline", []roomdb.Seat{seat(0, "a", roomdb.SeatJoined)},
+		{"online, offline", []store.Seat{seat(0, "a", store.SeatJoined)},
 			[]step{ev(rooms.SeatOnline, 0, "a"), ev(rooms.SeatOffline, 0, "a")},
 			map[int]string{0: "a/offline"}},
-		{"released", []roomdb.Seat{seat(0, "a", roomdb.SeatOnline)},
+		{"released", []store.Seat{seat(0, "a", store.SeatOnline)},
 			[]step{ev(rooms.SeatOffline, 0, "a"), ev(rooms.SeatReleased, 0, "a")},
 			map[int]string{}},
-		{"release of a seat another session holds", []roomdb.Seat{seat(0, "b", roomdb.SeatJoined)},
+		{"release of a seat another session holds", []store.Seat{seat(0, "b", store.SeatJoined)},
 			[]step{ev(rooms.SeatReleased, 0, "a")},
 			map[int]string{0: "b/joined"}},
-		{"released, then admitted again", []roomdb.Seat{seat(0, "a", roomdb.SeatOffline)},
+		{"released, then admitted again", []store.Seat{seat(0, "a", store.SeatOffline)},
 			[]step{ev(rooms.SeatReleased, 0, "a"), admit(0, "a")},
 			map[int]string{0: "a/joined"}},
-		{"released, admitted again and online", []roomdb.Seat{seat(0, "a", roomdb.SeatOffline)},
+		{"released, admitted again and online", []store.Seat{seat(0, "a", store.SeatOffline)},
 			[]step{ev(rooms.SeatReleased, 0, "a"), admit(0, "a"), ev(rooms.SeatOnline, 0, "a")},
 			map[int]string{0: "a/online"}},
 		{"admitted again after the release was written", nil,
 			[]step{admit(0, "a")},
 			map[int]string{0: "a/joined"}},
-		{"admitted again while the release is written", []roomdb.Seat{seat(0, "a", roomdb.SeatOffline)},
+		{"admitted again while the release is written", []store.Seat{seat(0, "a", store.SeatOffline)},
 			[]step{ev(rooms.SeatReleased, 0, "a"), {ev: rooms.Event{Seat: 0}, admit: "a", pending: true}},
 			map[int]string{0: "a/joined"}},
-		{"admitted while connected", []roomdb.Seat{seat(0, "a", roomdb.SeatOnline)},
+		{"admitted while connected", []store.Seat{seat(0, "a", store.SeatOnline)},
 			[]step{admit(0, "a")},
 			map[int]string{0: "a/online"}},
-		{"released, the seat given to another session", []roomdb.Seat{seat(0, "a", roomdb.SeatOnline)},
+		{"released, the seat given to another session", []store.Seat{seat(0, "a", store.SeatOnline)},
 			[]step{ev(rooms.SeatReleased, 0, "a"), admit(0, "b"), ev(rooms.SeatOnline, 0, "b")},
 			map[int]string{0: "b/online"}},
-		{"seats apart", []roomdb.Seat{seat(0, "a", roomdb.SeatJoined), seat(1, "b", roomdb.SeatJoined)},
+		{"seats apart", []store.Seat{seat(0, "a", store.SeatJoined), seat(1, "b", store.SeatJoined)},
 			[]step{ev(rooms.SeatOnline, 0, "a"), ev(rooms.SeatReleased, 1, "b")},
 			map[int]string{0: "a/online"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &roomdb.Room{RoomID: "r", Status: roomdb.StatusOpen, State: roomdb.StateWaiting, MaxPlayers: 4}
+			r := &store.Room{RoomID: "r", Status: store.StatusOpen, State: store.StateWaiting, MaxPlayers: 4}
 			for _, s := range tc.seats {
 				r.PutSeat(s)
 			}
@@ -105,7 +105,7 @@ func TestRoomChange(t *testing.T) {
 	}
 
 	t.Run("room state", func(t *testing.T) {
-		r := &roomdb.Room{RoomID: "r", Status: roomdb.StatusOpen, State: roomdb.StateWaiting}
+		r := &store.Room{RoomID: "r", Status: store.StatusOpen, State: store.StateWaiting}
 		c := new(roomChange)
 		c.event(rooms.Event{Kind: rooms.RoomPlaying}, t0)
 		c.event(rooms.Event{Kind: rooms.RoomEnding, Reason: "game_over", Result: []byte(`{"w":1}`)}, t0.Add(time.Second))
@@ -113,7 +113,7 @@ func TestRoomChange(t *testing.T) {
 		if !c.apply(r, nil) {
 			t.Fatal("no change")
 		}
-		if r.Status != roomdb.StatusClosed || r.State != roomdb.StateEnding || r.CloseReason != "game_over" ||
+		if r.Status != store.StatusClosed || r.State != store.StateEnding || r.CloseReason != "game_over" ||
 			string(r.CloseResult) != `{"w":1}` || !r.StartedAt.Equal(t0) || !r.ClosedAt.Equal(t0.Add(2*time.Second)) {
 			t.Errorf("record %+v", r)
 		}

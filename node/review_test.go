@@ -18,7 +18,7 @@ import (
 
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/roomdb"
+	"github.com/switchboardgg/switchboard/store"
 )
 
 // TestDrainDuringUpgrade: a connection upgraded while the node starts
@@ -127,7 +127,7 @@ func TestIdleNotNetwork(t *testing.T) {
 				c.IdleTimeout = 300 * time.Millisecond
 				c.CloseWait = 50 * time.Millisecond
 			})
-			rec := record(fmt.Sprintf("idle%d", i), func(r *roomdb.Room) { r.StartMode = roomdb.StartManual })
+			rec := record(fmt.Sprintf("idle%d", i), func(r *store.Room) { r.StartMode = store.StartManual })
 			quiet, _ := e.join(rec, 0)
 			watcher, _ := e.join(rec, 1)
 			stop := make(chan struct{})
@@ -256,7 +256,7 @@ func TestControlFrames(t *testing.T) {
 // budget holds back.
 func TestCloseThrottledReader(t *testing.T) {
 	e := newEnv(t, false, func(c *node.Config) { c.ReadRate, c.ReadBurst = 1, 1 })
-	c, _ := e.join(record("throttled", func(r *roomdb.Room) { r.StartMode = roomdb.StartManual }), 0) // no frames to wake the writer
+	c, _ := e.join(record("throttled", func(r *store.Room) { r.StartMode = store.StartManual }), 0) // no frames to wake the writer
 	big := make([]byte, node.DefaultReadLimit-100)
 	_ = c.sendRaw(big)
 	_ = c.sendRaw(big) // over the budget: the reader waits for hours
@@ -323,7 +323,7 @@ func TestCatchUpBeyondQueueBounds(t *testing.T) {
 		c.SendQueueDepth = depth
 		c.Rooms.Retention = 5 * time.Minute
 	})
-	rec := record("catchup", func(r *roomdb.Room) { r.TickRate = 60 })
+	rec := record("catchup", func(r *store.Room) { r.TickRate = 60 })
 	a, w := e.join(rec, 0)
 	a.nc.Close()
 	r := e.srv.Engine().Room("catchup")
@@ -362,14 +362,14 @@ func TestRecordsSurviveOutage(t *testing.T) {
 		c.Rooms.CloseLinger = 50 * time.Millisecond
 	})
 	ctx := context.Background()
-	getRoom := func() *roomdb.Room {
+	getRoom := func() *store.Room {
 		r, err := e.db.GetRoom(ctx, "outage")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	rec := record("outage", func(r *roomdb.Room) { r.StartMode = roomdb.StartManual })
+	rec := record("outage", func(r *store.Room) { r.StartMode = store.StartManual })
 	var cs []*client
 	for seat := range 4 {
 		c, _ := e.join(rec, seat)
@@ -378,7 +378,7 @@ func TestRecordsSurviveOutage(t *testing.T) {
 	waitFor(t, "seats online in the record", func() bool {
 		r := getRoom()
 		for seat := range 4 {
-			if st := r.Seat(seat); st == nil || st.Status != roomdb.SeatOnline {
+			if st := r.Seat(seat); st == nil || st.Status != store.SeatOnline {
 				return false
 			}
 		}
@@ -396,19 +396,19 @@ func TestRecordsSurviveOutage(t *testing.T) {
 			e.counter("switchboard_node_disconnects_total", "reason", "network") >= 1
 	})
 	time.Sleep(500 * time.Millisecond) // updates fail meanwhile
-	if _, err := e.srv.Commands().Close(ctx, &roomdb.CloseRequest{RoomID: "outage", Reason: "game_over"}); err != nil {
+	if _, err := e.srv.Commands().Close(ctx, &store.CloseRequest{RoomID: "outage", Reason: "game_over"}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "room gone from the engine", func() bool { return e.srv.Engine().Room("outage") == nil })
 	time.Sleep(500 * time.Millisecond)
-	if r := getRoom(); r.Status == roomdb.StatusClosed || len(r.Seats) != 4 {
+	if r := getRoom(); r.Status == store.StatusClosed || len(r.Seats) != 4 {
 		t.Fatalf("record changed during the outage: %+v", r)
 	}
 
 	e.proxy.setCut(false)
 	waitFor(t, "the record to catch up", func() bool {
 		r := getRoom()
-		return r.Status == roomdb.StatusClosed && len(r.Seats) == 1 && r.Seat(3) != nil && r.Seat(3).Status == roomdb.SeatOffline
+		return r.Status == store.StatusClosed && len(r.Seats) == 1 && r.Seat(3) != nil && r.Seat(3).Status == store.SeatOffline
 	})
 	if r := getRoom(); r.CloseReason != "game_over" || r.ClosedAt == nil {
 		t.Errorf("record %+v", r)
@@ -427,19 +427,19 @@ func TestReadmitAfterRelease(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := newEnvProxied(t, true, true, func(c *node.Config) { c.UpdateTimeout = 200 * time.Millisecond })
 			ctx := context.Background()
-			getRoom := func() *roomdb.Room {
+			getRoom := func() *store.Room {
 				r, err := e.db.GetRoom(ctx, "readmit")
 				if err != nil {
 					t.Fatal(err)
 				}
 				return r
 			}
-			rec := record("readmit", func(r *roomdb.Room) { r.StartMode = roomdb.StartManual })
+			rec := record("readmit", func(r *store.Room) { r.StartMode = store.StartManual })
 			a, _ := e.join(rec, 0)
 			b, _ := e.join(rec, 1)
 			waitFor(t, "seats online in the record", func() bool {
 				r := getRoom()
-				return r.Seat(0) != nil && r.Seat(0).Status == roomdb.SeatOnline && r.Seat(1) != nil && r.Seat(1).Status == roomdb.SeatOnline
+				return r.Seat(0) != nil && r.Seat(0).Status == store.SeatOnline && r.Seat(1) != nil && r.Seat(1).Status == store.SeatOnline
 			})
 			if pending {
 				e.proxy.setCut(true)
@@ -450,18 +450,18 @@ func TestReadmitAfterRelease(t *testing.T) {
 				waitFor(t, "seat 0 released in the record", func() bool { return getRoom().Seat(0) == nil })
 			}
 			// Control admits the session again (C1 again).
-			if _, err := e.srv.Commands().Admit(ctx, &roomdb.AdmitRequest{Room: getRoom(), Seat: 0, Username: "user0", SessionID: session(0)}); err != nil {
+			if _, err := e.srv.Commands().Admit(ctx, &store.AdmitRequest{Room: getRoom(), Seat: 0, Username: "user0", SessionID: session(0)}); err != nil {
 				t.Fatal(err)
 			}
 			b.nc.Close() // a later change, to know when the record caught up
 			e.proxy.setCut(false)
 			waitFor(t, "seat 1 offline in the record", func() bool {
 				st := getRoom().Seat(1)
-				return st != nil && st.Status == roomdb.SeatOffline
+				return st != nil && st.Status == store.SeatOffline
 			})
 			waitFor(t, "seat 0 held again in the record", func() bool {
 				st := getRoom().Seat(0)
-				return st != nil && st.SessionID == session(0) && st.Status == roomdb.SeatJoined
+				return st != nil && st.SessionID == session(0) && st.Status == store.SeatJoined
 			})
 			// The player connects to the seat it holds.
 			c := e.dial()
@@ -469,7 +469,7 @@ func TestReadmitAfterRelease(t *testing.T) {
 			expect[*roomwire.Welcome](c)
 			waitFor(t, "seat 0 online in the record", func() bool {
 				st := getRoom().Seat(0)
-				return st != nil && st.Status == roomdb.SeatOnline
+				return st != nil && st.Status == store.SeatOnline
 			})
 		})
 	}

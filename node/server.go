@@ -15,14 +15,14 @@ import (
 	"github.com/gobwas/ws"
 
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/roomdb"
 	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
 // Server is a game node: it serves im.game.v1 over WebSocket, runs the rooms
 // in a [rooms.Engine], executes the commands of control (it implements
-// roomdb.CommandHandler) and keeps its registry entry alive.
+// store.CommandHandler) and keeps its registry entry alive.
 type Server struct {
 	// immutable after New
 	cfg     Config
@@ -224,7 +224,7 @@ func (s *Server) start() {
 		s.bg.Go(func() { s.heartbeat(ctx) })
 	}
 	if s.cfg.Backbone != nil {
-		stop, err := roomdb.ServeCommands(s.cfg.Backbone, s.cfg.ID, commands{s})
+		stop, err := store.ServeCommands(s.cfg.Backbone, s.cfg.ID, commands{s})
 		if err != nil {
 			s.startErr = fmt.Errorf("node: %w", err)
 			return
@@ -256,7 +256,7 @@ func (s *Server) putNode(ctx context.Context) {
 	s.mu.Lock()
 	url := s.wsURL
 	s.mu.Unlock()
-	err := s.cfg.DB.PutNode(ctx, &roomdb.Node{
+	err := s.cfg.DB.PutNode(ctx, &store.Node{
 		NodeID:      s.cfg.ID,
 		WSURL:       url,
 		Region:      s.cfg.Region,

@@ -25,8 +25,8 @@ import (
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control"
 	"github.com/switchboardgg/switchboard/node"
-	"github.com/switchboardgg/switchboard/roomdb"
 	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -120,7 +120,7 @@ func runSystem(ctx context.Context, out io.Writer, o systemOptions) error {
 		return err
 	}
 	closers = append(closers, bb.Close)
-	db, err := roomdb.Open(ctx, bb, roomdb.Config{Logger: log})
+	db, err := store.Open(ctx, bb, store.Config{Logger: log})
 	if err != nil {
 		return err
 	}

@@ -16,8 +16,8 @@ import (
 	"github.com/switchboardgg/switchboard/client/rooms"
 	"github.com/switchboardgg/switchboard/control"
 	"github.com/switchboardgg/switchboard/node"
-	"github.com/switchboardgg/switchboard/roomdb"
 	roomengine "github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -131,13 +131,13 @@ func Start(ctx context.Context, dir string, cfg Config) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := roomdb.Open(ctx, bbCtl, roomdb.Config{Logger: log})
+	db, err := store.Open(ctx, bbCtl, store.Config{Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("teststack: open control roomdb: %w", err)
+		return nil, fmt.Errorf("teststack: open control store: %w", err)
 	}
-	nodeDB, err := roomdb.Open(ctx, bbNode, roomdb.Config{Logger: log})
+	nodeDB, err := store.Open(ctx, bbNode, store.Config{Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("teststack: open node roomdb: %w", err)
+		return nil, fmt.Errorf("teststack: open node store: %w", err)
 	}
 	key, err := db.SigningKey(ctx)
 	if err != nil {

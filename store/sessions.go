@@ -1,4 +1,4 @@
-package roomdb
+package store
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*Session) er
 			return err
 		}
 		if s.SessionID != id {
-			return errors.New("roomdb: update session: session_id changed")
+			return errors.New("store: update session: session_id changed")
 		}
 		normalizeSession(s)
 		return nil

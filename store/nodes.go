@@ -1,4 +1,4 @@
-package roomdb
+package store
 
 import (
 	"context"
@@ -24,7 +24,7 @@ func (db *DB) GetNode(ctx context.Context, id string) (*Node, error) {
 		return nil, err
 	}
 	if !db.live(n) {
-		return nil, fmt.Errorf("roomdb: get node %s: stale: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("store: get node %s: stale: %w", id, ErrNotFound)
 	}
 	return n, nil
 }
@@ -41,7 +41,7 @@ func (db *DB) DeleteNode(ctx context.Context, id string) error {
 func (db *DB) ListNodes(ctx context.Context) ([]*Node, error) {
 	lister, err := db.nodes.ListKeys(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("roomdb: list nodes: %w", err)
+		return nil, fmt.Errorf("store: list nodes: %w", err)
 	}
 	defer func() { _ = lister.Stop() }() // already stopped once drained
 	var keys []string

@@ -1,4 +1,4 @@
-// Package roomdb owns the shared records of the rooms pillar, kept in
+// Package store owns the shared records of the rooms pillar, kept in
 // JetStream key-value buckets: rooms and their seats, login sessions, join
 // tickets, the node registry and the deployment's signing key. It also
 // defines the commands control sends to a game node over NATS and their
@@ -9,7 +9,7 @@
 // node processes never lose each other's writes. Seats live inside the room
 // record, so one compare-and-set decides a join.
 //
-// roomdb knows nothing of HTTP or sockets; validating requests is the
+// store knows nothing of HTTP or sockets; validating requests is the
 // caller's job. It only refuses records that are not storable: invalid
 // keys ([ErrInvalidID]) and records over Config.MaxRecordBytes
 // ([ErrTooLarge]).
@@ -30,4 +30,4 @@
 // A [DB] starts no goroutines. [ServeCommands] subscribes through
 // backbone.Conn.Handle, which runs one goroutine per command; the stop
 // function it returns waits for them.
-package roomdb
+package store

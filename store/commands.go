@@ -1,4 +1,4 @@
-package roomdb
+package store
 
 import (
 	"context"
@@ -104,9 +104,9 @@ type CommandError struct {
 
 func (e *CommandError) Error() string {
 	if e.Reason != "" {
-		return fmt.Sprintf("roomdb: node: %s (%s): %s", e.Code, e.Reason, e.Message)
+		return fmt.Sprintf("store: node: %s (%s): %s", e.Code, e.Reason, e.Message)
 	}
-	return fmt.Sprintf("roomdb: node: %s: %s", e.Code, e.Message)
+	return fmt.Sprintf("store: node: %s: %s", e.Code, e.Message)
 }
 
 // SendCommand sends a command to node nodeID and waits for its reply,
@@ -118,7 +118,7 @@ func (e *CommandError) Error() string {
 // backbone error). An invalid node id is ErrInvalidID.
 func SendCommand(ctx context.Context, conn *backbone.Conn, nodeID, verb string, req any) (*CommandReply, error) {
 	if !validID(nodeID) {
-		return nil, fmt.Errorf("roomdb: command %s to node %q: %w", verb, nodeID, ErrInvalidID)
+		return nil, fmt.Errorf("store: command %s to node %q: %w", verb, nodeID, ErrInvalidID)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -128,9 +128,9 @@ func SendCommand(ctx context.Context, conn *backbone.Conn, nodeID, verb string, 
 	var reply CommandReply
 	if err := conn.Request(ctx, CommandSubject(nodeID, verb), req, &reply); err != nil {
 		if errors.Is(err, backbone.ErrNoResponders) || errors.Is(err, backbone.ErrTimeout) {
-			return nil, fmt.Errorf("roomdb: command %s to node %s: %w: %w", verb, nodeID, ErrNodeUnavailable, err)
+			return nil, fmt.Errorf("store: command %s to node %s: %w: %w", verb, nodeID, ErrNodeUnavailable, err)
 		}
-		return nil, fmt.Errorf("roomdb: command %s to node %s: %w", verb, nodeID, err)
+		return nil, fmt.Errorf("store: command %s to node %s: %w", verb, nodeID, err)
 	}
 	if reply.Error != nil {
 		reply.OK = false
@@ -159,7 +159,7 @@ type CommandHandler interface {
 // commands still running; it is idempotent.
 func ServeCommands(conn *backbone.Conn, nodeID string, h CommandHandler) (stop func() error, err error) {
 	if !validID(nodeID) {
-		return nil, fmt.Errorf("roomdb: serve commands of node %q: %w", nodeID, ErrInvalidID)
+		return nil, fmt.Errorf("store: serve commands of node %q: %w", nodeID, ErrInvalidID)
 	}
 	handlers := []struct {
 		verb string
@@ -183,7 +183,7 @@ func ServeCommands(conn *backbone.Conn, nodeID string, h CommandHandler) (stop f
 	for _, v := range handlers {
 		s, err := conn.Handle(CommandSubject(nodeID, v.verb), "sb.node."+nodeID, v.fn)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("roomdb: serve commands of node %s: %w", nodeID, err), stopAll())
+			return nil, errors.Join(fmt.Errorf("store: serve commands of node %s: %w", nodeID, err), stopAll())
 		}
 		stops = append(stops, s)
 	}

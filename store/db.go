@@ -1,4 +1,4 @@
-package roomdb
+package store
 
 import (
 	"context"
@@ -118,9 +118,9 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 		cfg.Logger = slog.Default()
 	}
 	if !validID(cfg.Prefix) {
-		return nil, fmt.Errorf("roomdb: prefix %q: %w", cfg.Prefix, ErrInvalidID)
+		return nil, fmt.Errorf("store: prefix %q: %w", cfg.Prefix, ErrInvalidID)
 	}
-	db := &DB{cfg: cfg, log: cfg.Logger.With("component", "roomdb")}
+	db := &DB{cfg: cfg, log: cfg.Logger.With("component", "store")}
 	buckets := []struct {
 		kv          *jetstream.KeyValue
 		name, descr string
@@ -142,7 +142,7 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 			Replicas:    cfg.Replicas,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("roomdb: open: %w", err)
+			return nil, fmt.Errorf("store: open: %w", err)
 		}
 		*b.kv = kv
 	}
@@ -167,10 +167,10 @@ func validID(id string) bool {
 func (db *DB) encode(what, id string, v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("roomdb: encode %s %s: %w", what, id, err)
+		return nil, fmt.Errorf("store: encode %s %s: %w", what, id, err)
 	}
 	if len(data) > db.cfg.MaxRecordBytes {
-		return nil, fmt.Errorf("roomdb: %s %s is %d bytes, limit %d: %w", what, id, len(data), db.cfg.MaxRecordBytes, ErrTooLarge)
+		return nil, fmt.Errorf("store: %s %s is %d bytes, limit %d: %w", what, id, len(data), db.cfg.MaxRecordBytes, ErrTooLarge)
 	}
 	return data, nil
 }
@@ -178,7 +178,7 @@ func (db *DB) encode(what, id string, v any) ([]byte, error) {
 // create stores v under id if the key is free.
 func (db *DB) create(ctx context.Context, kv jetstream.KeyValue, what, id string, v any) error {
 	if !validID(id) {
-		return fmt.Errorf("roomdb: create %s %q: %w", what, id, ErrInvalidID)
+		return fmt.Errorf("store: create %s %q: %w", what, id, ErrInvalidID)
 	}
 	data, err := db.encode(what, id, v)
 	if err != nil {
@@ -186,9 +186,9 @@ func (db *DB) create(ctx context.Context, kv jetstream.KeyValue, what, id string
 	}
 	if _, err := kv.Create(ctx, id, data); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {
-			return fmt.Errorf("roomdb: create %s %s: %w", what, id, ErrExists)
+			return fmt.Errorf("store: create %s %s: %w", what, id, ErrExists)
 		}
-		return fmt.Errorf("roomdb: create %s %s: %w", what, id, err)
+		return fmt.Errorf("store: create %s %s: %w", what, id, err)
 	}
 	return nil
 }
@@ -196,14 +196,14 @@ func (db *DB) create(ctx context.Context, kv jetstream.KeyValue, what, id string
 // put stores v under id unconditionally.
 func (db *DB) put(ctx context.Context, kv jetstream.KeyValue, what, id string, v any) error {
 	if !validID(id) {
-		return fmt.Errorf("roomdb: put %s %q: %w", what, id, ErrInvalidID)
+		return fmt.Errorf("store: put %s %q: %w", what, id, ErrInvalidID)
 	}
 	data, err := db.encode(what, id, v)
 	if err != nil {
 		return err
 	}
 	if _, err := kv.Put(ctx, id, data); err != nil {
-		return fmt.Errorf("roomdb: put %s %s: %w", what, id, err)
+		return fmt.Errorf("store: put %s %s: %w", what, id, err)
 	}
 	return nil
 }
@@ -211,18 +211,18 @@ func (db *DB) put(ctx context.Context, kv jetstream.KeyValue, what, id string, v
 // get reads and decodes the record id into v and returns its revision.
 func get[T any](ctx context.Context, kv jetstream.KeyValue, what, id string) (*T, uint64, error) {
 	if !validID(id) {
-		return nil, 0, fmt.Errorf("roomdb: get %s %q: %w", what, id, ErrNotFound)
+		return nil, 0, fmt.Errorf("store: get %s %q: %w", what, id, ErrNotFound)
 	}
 	e, err := kv.Get(ctx, id)
 	if err != nil {
 		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			return nil, 0, fmt.Errorf("roomdb: get %s %s: %w", what, id, ErrNotFound)
+			return nil, 0, fmt.Errorf("store: get %s %s: %w", what, id, ErrNotFound)
 		}
-		return nil, 0, fmt.Errorf("roomdb: get %s %s: %w", what, id, err)
+		return nil, 0, fmt.Errorf("store: get %s %s: %w", what, id, err)
 	}
 	v := new(T)
 	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return nil, 0, fmt.Errorf("roomdb: decode %s %s: %w", what, id, err)
+		return nil, 0, fmt.Errorf("store: decode %s %s: %w", what, id, err)
 	}
 	return v, e.Revision(), nil
 }
@@ -248,7 +248,7 @@ func update[T any](ctx context.Context, db *DB, kv jetstream.KeyValue, what, id 
 			return v, nil
 		}
 		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, fmt.Errorf("roomdb: update %s %s: %w", what, id, err)
+			return nil, fmt.Errorf("store: update %s %s: %w", what, id, err)
 		}
 		// Lost the race: back off a little, with jitter, and retry.
 		if attempt > 0 {
@@ -257,12 +257,12 @@ func update[T any](ctx context.Context, db *DB, kv jetstream.KeyValue, what, id 
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return nil, fmt.Errorf("roomdb: update %s %s: %w", what, id, ctx.Err())
+				return nil, fmt.Errorf("store: update %s %s: %w", what, id, ctx.Err())
 			case <-t.C:
 			}
 		}
 	}
-	return nil, fmt.Errorf("roomdb: update %s %s after %d attempts: %w", what, id, db.cfg.MaxRetries, ErrConflict)
+	return nil, fmt.Errorf("store: update %s %s after %d attempts: %w", what, id, db.cfg.MaxRetries, ErrConflict)
 }
 
 // purge removes the record id; a missing record is not an error.
@@ -271,7 +271,7 @@ func purge(ctx context.Context, kv jetstream.KeyValue, what, id string) error {
 		return nil
 	}
 	if err := kv.Purge(ctx, id); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("roomdb: delete %s %s: %w", what, id, err)
+		return fmt.Errorf("store: delete %s %s: %w", what, id, err)
 	}
 	return nil
 }

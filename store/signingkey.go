@@ -1,4 +1,4 @@
-package roomdb
+package store
 
 import (
 	"context"
@@ -36,22 +36,22 @@ func (db *DB) SigningKey(ctx context.Context) ([]byte, error) {
 func (db *DB) loadSigningKey(ctx context.Context) ([]byte, error) {
 	key := make([]byte, SigningKeySize)
 	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("roomdb: signing key: %w", err)
+		return nil, fmt.Errorf("store: signing key: %w", err)
 	}
 	_, err := db.config.Create(ctx, signingKeyName, []byte(base64.StdEncoding.EncodeToString(key)))
 	if err == nil {
 		return key, nil
 	}
 	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return nil, fmt.Errorf("roomdb: signing key: create: %w", err)
+		return nil, fmt.Errorf("store: signing key: create: %w", err)
 	}
 	e, err := db.config.Get(ctx, signingKeyName)
 	if err != nil {
-		return nil, fmt.Errorf("roomdb: signing key: get: %w", err)
+		return nil, fmt.Errorf("store: signing key: get: %w", err)
 	}
 	key, err = base64.StdEncoding.DecodeString(string(e.Value()))
 	if err != nil || len(key) != SigningKeySize {
-		return nil, fmt.Errorf("roomdb: signing key: stored value is not %d bytes of base64", SigningKeySize)
+		return nil, fmt.Errorf("store: signing key: stored value is not %d bytes of base64", SigningKeySize)
 	}
 	return key, nil
 }

@@ -1,4 +1,4 @@
-package roomdb
+package store
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func (db *DB) UpdateRoom(ctx context.Context, id string, fn func(*Room) error) (
 			return err
 		}
 		if r.RoomID != id {
-			return fmt.Errorf("roomdb: update room %s: room_id changed to %q", id, r.RoomID)
+			return fmt.Errorf("store: update room %s: room_id changed to %q", id, r.RoomID)
 		}
 		normalizeRoom(r)
 		return nil
@@ -81,14 +81,14 @@ func (db *DB) ListRooms(ctx context.Context, opts ListOptions) ([]*Room, string,
 	if opts.PageToken != "" {
 		b, err := base64.RawURLEncoding.DecodeString(opts.PageToken)
 		if err != nil || !validID(string(b)) {
-			return nil, "", fmt.Errorf("roomdb: list rooms: %w", ErrInvalidPageToken)
+			return nil, "", fmt.Errorf("store: list rooms: %w", ErrInvalidPageToken)
 		}
 		after = string(b)
 	}
 
 	lister, err := db.rooms.ListKeys(ctx)
 	if err != nil {
-		return nil, "", fmt.Errorf("roomdb: list rooms: %w", err)
+		return nil, "", fmt.Errorf("store: list rooms: %w", err)
 	}
 	defer func() { _ = lister.Stop() }() // already stopped once drained
 	var keys []string
