@@ -12,8 +12,8 @@ var ErrInvalid = errors.New("relaywire: invalid message")
 
 // ErrUnsupportedVersion is matched, besides [ErrInvalid], by the
 // [*FieldError] of a message whose header has the right signature but a
-// version other than 0. Unity's relay answers it with ERROR 0 (invalid
-// protocol version).
+// version other than 0, the case ERROR code 0 (invalid protocol version)
+// names.
 var ErrUnsupportedVersion = errors.New("relaywire: unsupported protocol version")
 
 // ErrUnknownType is returned by [Peek] and [Decode] for a well-formed header
