@@ -39,19 +39,20 @@ func Append(b []byte, m Message) ([]byte, error) { return m.AppendTo(b) }
 // checkHeader checks the four header bytes, field by field: a field is
 // checked once it is whole. want is the expected type, or TypeNone for any.
 func checkHeader(data []byte, want Type) error {
+	e := errTable[want]
 	switch {
 	case len(data) < 2:
-		return fieldErr(want, "signature", ProblemTruncated)
+		return e.sigTruncated
 	case data[0] != Signature0 || data[1] != Signature1:
-		return fieldErr(want, "signature", ProblemBadSignature)
+		return e.badSignature
 	case len(data) < 3:
-		return fieldErr(want, "version", ProblemTruncated)
+		return e.verTruncated
 	case data[2] != Version:
-		return fieldErr(want, "version", ProblemBadVersion)
+		return e.badVersion
 	case len(data) < 4:
-		return fieldErr(want, "type", ProblemTruncated)
+		return e.typeTruncated
 	case want != TypeNone && Type(data[3]) != want:
-		return fieldErr(want, "type", ProblemWrongType)
+		return e.wrongType
 	}
 	return nil
 }
@@ -64,19 +65,19 @@ func checkSize(data []byte, t Type, min int, exact bool) error {
 		return err
 	}
 	if exact && len(data) > min {
-		return fieldErr(t, "message", ProblemTrailing)
+		return errTable[t].trailing
 	}
 	if len(data) >= min {
 		return nil
 	}
 	off := HeaderSize
-	for _, f := range bodies[t] {
+	for i, f := range bodies[t] {
 		off += f.size
 		if len(data) < off {
-			return fieldErr(t, f.name, ProblemTruncated)
+			return errTable[t].truncated[i]
 		}
 	}
-	return fieldErr(t, "message", ProblemTruncated) // unreachable: the fields add up to min
+	panic("relaywire: the fields of " + t.String() + " do not add up to its size")
 }
 
 func appendHeader(b []byte, t Type) []byte {
@@ -100,10 +101,10 @@ func (m *Bind) AppendTo(b []byte) ([]byte, error) {
 
 func (m *Bind) check() error {
 	if m.AcceptMode != AcceptModeAuto {
-		return fieldErr(TypeBind, "accept_mode", ProblemBadAcceptMode)
+		return errBindAcceptMode
 	}
 	if !m.ConnectionData.paddedFrom(m.ConnectionDataLength) {
-		return fieldErr(TypeBind, "connection_data", ProblemBadPadding)
+		return errBindPadding
 	}
 	return nil
 }
@@ -169,7 +170,7 @@ func (m *Ping) Unmarshal(data []byte) error {
 // non-zero bytes after ToConnectionDataLength.
 func (m *ConnectRequest) AppendTo(b []byte) ([]byte, error) {
 	if !m.ToConnectionData.paddedFrom(m.ToConnectionDataLength) {
-		return b, fieldErr(TypeConnectRequest, "to_connection_data", ProblemBadPadding)
+		return b, errConnectPadding
 	}
 	b = appendHeader(b, TypeConnectRequest)
 	b = append(b, m.AllocationID[:]...)
@@ -189,7 +190,7 @@ func (m *ConnectRequest) Unmarshal(data []byte) error {
 	copy(m.ToConnectionData[:], data[21:])
 	if !m.ToConnectionData.paddedFrom(m.ToConnectionDataLength) {
 		*m = ConnectRequest{}
-		return fieldErr(TypeConnectRequest, "to_connection_data", ProblemBadPadding)
+		return errConnectPadding
 	}
 	return nil
 }
@@ -246,7 +247,7 @@ func (m *Disconnect) Unmarshal(data []byte) error {
 // MaxRelayPayload bytes.
 func (m *Relay) AppendTo(b []byte) ([]byte, error) {
 	if len(m.Data) > MaxRelayPayload {
-		return b, fieldErr(TypeRelay, "data", ProblemOverCap)
+		return b, errRelayOverCap
 	}
 	b = appendPair(b, TypeRelay, &m.From, &m.To)
 	b = binary.BigEndian.AppendUint16(b, uint16(len(m.Data)))
@@ -264,9 +265,9 @@ func (m *Relay) Unmarshal(data []byte) error {
 	n := int(binary.BigEndian.Uint16(data[36:38]))
 	switch rest := len(data) - RelayHeaderSize; {
 	case rest < n:
-		return fieldErr(TypeRelay, "data", ProblemTruncated)
+		return errRelayDataTrunc
 	case rest > n:
-		return fieldErr(TypeRelay, "message", ProblemTrailing)
+		return errRelayDataTrailer
 	}
 	m.From, m.To = id(data, 4), id(data, 20)
 	m.Data = data[RelayHeaderSize:len(data):len(data)]

@@ -44,9 +44,9 @@
 // the problem and matches [ErrInvalid]. A header that is not DA 72 00 fails
 // the same way (a bad version also matches [ErrUnsupportedVersion]); a
 // well-formed header of a type that is none of the ten fails with
-// [ErrUnknownType]. Decoders never panic, never allocate per message
-// (failures return shared [*FieldError] values), and whatever decodes
-// re-encodes to the same bytes. RELAY's Data aliases the input; the other
+// [ErrUnknownType]. Decoders never panic; [Peek] and the Unmarshal methods
+// allocate nothing, whatever the input (failures return shared
+// [*FieldError] values); whatever decodes re-encodes to the same bytes. RELAY's Data aliases the input; the other
 // messages copy their fixed-size fields.
 //
 // Decoders do not check what only a relay can: that a BIND's HMAC is right

@@ -80,9 +80,6 @@ type field struct {
 	size int // 0: the rest of the message (RELAY data)
 }
 
-// Header fields, in order.
-var headerFields = []field{{"signature", 2}, {"version", 1}, {"type", 1}}
-
 // bodies lists each type's fields after the header, in order.
 var bodies = [...][]field{
 	TypeBind: {{"accept_mode", 1}, {"nonce", 2}, {"connection_data_length", 1},
@@ -100,39 +97,50 @@ var bodies = [...][]field{
 	TypeError: {{"allocation_id", AllocationIDSize}, {"error_code", 1}},
 }
 
-type errKey struct {
-	t              Type
-	field, problem string
+// typeErrs holds the FieldErrors a decoder of one type (or Peek, for
+// TypeNone) can return, built once and never modified, so that failing
+// allocates nothing and costs no lookup.
+type typeErrs struct {
+	sigTruncated, badSignature *FieldError
+	verTruncated, badVersion   *FieldError
+	typeTruncated, wrongType   *FieldError
+	truncated                  []*FieldError // per field of bodies[t]
+	trailing                   *FieldError
 }
 
-// fieldErrs holds every FieldError a decoder or encoder can return, built
-// once and never modified, so that failing allocates nothing.
-var fieldErrs = buildFieldErrs()
+// errTable is indexed by type; nil for the types that are not defined.
+var errTable = buildErrTable()
 
-func buildFieldErrs() map[errKey]*FieldError {
-	problems := []string{ProblemTruncated, ProblemTrailing, ProblemBadSignature, ProblemBadVersion,
-		ProblemWrongType, ProblemBadAcceptMode, ProblemBadPadding, ProblemOverCap}
-	m := make(map[errKey]*FieldError)
-	add := func(t Type, fields []field) {
-		for _, f := range append(append(fields[:len(fields):len(fields)], headerFields...), field{name: "message"}) {
-			for _, p := range problems {
-				m[errKey{t, f.name, p}] = &FieldError{Type: t, Field: f.name, Problem: p}
+func buildErrTable() *[256]*typeErrs {
+	var table [256]*typeErrs
+	for i := range table {
+		t := Type(i)
+		if !t.Known() && t != TypeNone {
+			continue
+		}
+		fe := func(field, problem string) *FieldError { return &FieldError{Type: t, Field: field, Problem: problem} }
+		e := &typeErrs{
+			sigTruncated: fe("signature", ProblemTruncated), badSignature: fe("signature", ProblemBadSignature),
+			verTruncated: fe("version", ProblemTruncated), badVersion: fe("version", ProblemBadVersion),
+			typeTruncated: fe("type", ProblemTruncated), wrongType: fe("type", ProblemWrongType),
+			trailing: fe("message", ProblemTrailing),
+		}
+		if t != TypeNone {
+			for _, f := range bodies[t] {
+				e.truncated = append(e.truncated, fe(f.name, ProblemTruncated))
 			}
 		}
+		table[i] = e
 	}
-	add(TypeNone, nil)
-	for t, fields := range bodies {
-		if Type(t).Known() {
-			add(Type(t), fields)
-		}
-	}
-	return m
+	return &table
 }
 
-// fieldErr returns the shared FieldError for t, field and problem.
-func fieldErr(t Type, field, problem string) error {
-	if e, ok := fieldErrs[errKey{t, field, problem}]; ok {
-		return e
-	}
-	return &FieldError{Type: t, Field: field, Problem: problem} // unreachable: every combination is in the table
-}
+// The errors of field values.
+var (
+	errBindAcceptMode   = &FieldError{TypeBind, "accept_mode", ProblemBadAcceptMode}
+	errBindPadding      = &FieldError{TypeBind, "connection_data", ProblemBadPadding}
+	errConnectPadding   = &FieldError{TypeConnectRequest, "to_connection_data", ProblemBadPadding}
+	errRelayOverCap     = &FieldError{TypeRelay, "data", ProblemOverCap}
+	errRelayDataTrunc   = errTable[TypeRelay].truncated[3]
+	errRelayDataTrailer = errTable[TypeRelay].trailing
+)
