@@ -441,13 +441,19 @@ func TestValidMessageVectors(t *testing.T) {
 				if !bytes.Equal(enc[:2], prefix) || !bytes.Equal(enc[2:], v.Hex) {
 					t.Errorf("encoded\n got %.300x\nwant aabb%.300x", enc, []byte(v.Hex))
 				}
-				// The typed decoder agrees with Decode, also into a dirty value.
-				typed := relaywire.New(typ)
-				if err := typed.Unmarshal(v.Hex); err != nil {
-					t.Fatalf("%T.Unmarshal: %v", typed, err)
-				}
-				if !reflect.DeepEqual(typed, m) {
-					t.Errorf("%T.Unmarshal = %+v, Decode = %+v", typed, typed, m)
+				// The typed decoder agrees with Decode, also into a value that
+				// holds every other valid vector of the type first.
+				for _, other := range mv.Valid {
+					typed := relaywire.New(typ)
+					if err := typed.Unmarshal(other.Hex); err != nil {
+						t.Fatalf("%T.Unmarshal(%s): %v", typed, other.Name, err)
+					}
+					if err := typed.Unmarshal(v.Hex); err != nil {
+						t.Fatalf("%T.Unmarshal: %v", typed, err)
+					}
+					if !reflect.DeepEqual(typed, m) {
+						t.Errorf("%T.Unmarshal after %s = %+v, Decode = %+v", typed, other.Name, typed, m)
+					}
 				}
 			})
 		}
@@ -462,8 +468,12 @@ func TestInvalidMessageVectors(t *testing.T) {
 				if !isKnownProblem(v.Reason) {
 					t.Fatalf("reason %q is not a relaywire Problem constant", v.Reason)
 				}
-				// The decoder of the type the vector is listed under.
+				// The decoder of the type the vector is listed under, into a
+				// value that held a valid message.
 				m := relaywire.New(typ)
+				if err := m.Unmarshal(mv.Valid[len(mv.Valid)-1].Hex); err != nil {
+					t.Fatal(err)
+				}
 				wantFieldError(t, m.Unmarshal(v.Hex), typ, v.Field, v.Reason)
 				if !reflect.DeepEqual(m, relaywire.New(typ)) {
 					t.Errorf("Unmarshal left %+v after its error, want the zero value", m)
