@@ -84,8 +84,8 @@ type Config struct {
 	// FrameReqWindow. A request costs the frames it sends, plus the
 	// frames of the room's largest size that its SNAPSHOT would fill, at
 	// least 1 and at most the whole budget; one over what is left is
-	// ignored, and so is one without SNAPSHOT whose frames were sent on
-	// the same connection within the window (they are on their way).
+	// ignored and counted in Stats.FrameReqsRefused. A request for frames
+	// already sent is answered again: the client may have lost them.
 	// Zero means DefaultFrameReqWindow; at most MaxFrameReqWindow.
 	FrameReqWindow time.Duration
 	// RateLimitSeconds is how many consecutive seconds over the INPUT

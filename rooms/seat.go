@@ -41,10 +41,6 @@ type seat struct {
 	// units a nanosecond; zero is a full budget.
 	reqUsed int64
 	reqAt   int64
-	// The frames last sent on the current connection as a FRAME_REQ or
-	// resume answer, and when; ansTo is 0 when none.
-	ansFrom, ansTo uint32
-	ansAt          int64
 
 	// CUSTOM rate: messages and data bytes.
 	custMsgs, custBytes bucket
@@ -187,7 +183,6 @@ func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*
 	wasOnline := s.status == seatOnline
 	s.status = seatOnline
 	s.gen++
-	s.ansTo = 0
 	s.stuck = false
 	l := &Link{r: r, seat: i, peer: peer, conv: r.e.conv.Add(1), attached: true}
 	s.link = l
@@ -233,7 +228,6 @@ func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*
 		c := r.planLocked(lastFrame+1, r.frame)
 		s.stuck = c.gap
 		if c.any() {
-			s.answered(c, r.e.now().UnixNano())
 			r.sendLocked(l, c)
 		}
 	}
@@ -402,7 +396,6 @@ func (r *Room) pushSnapshotLocked(now int64) {
 			continue
 		}
 		s.stuck = false
-		s.answered(c, now)
 		r.sendLocked(s.link, c)
 	}
 }
@@ -438,21 +431,6 @@ func (r *Room) chargeLocked(s *seat, cost, now int64) bool {
 	}
 	s.reqUsed += cost * window
 	return true
-}
-
-// answered notes that c is being sent on the seat's connection at now.
-func (s *seat) answered(c catchUp, now int64) {
-	if c.from <= c.to {
-		s.ansFrom, s.ansTo, s.ansAt = c.from, c.to, now
-	}
-}
-
-// pendingLocked reports whether the frames of c, which has no SNAPSHOT,
-// were sent on the seat's connection less than Config.FrameReqWindow
-// before now: they are on their way.
-func (r *Room) pendingLocked(s *seat, c catchUp, now int64) bool {
-	return !c.snap && s.ansTo != 0 && c.from >= s.ansFrom && c.to <= s.ansTo &&
-		now-s.ansAt < int64(r.e.cfg.FrameReqWindow)
 }
 
 // sendLocked sends c to l: the SNAPSHOT, then the frames as FRAME_BATCH
