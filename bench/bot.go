@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -46,6 +48,15 @@ type Bot struct {
 }
 
 var epoch = time.Now()
+
+// NewRunID returns 8 random hexadecimal digits that tell one run's rooms
+// and bots from another's. Package bench is client code: it links no server
+// package, so it does not use package tokens for this.
+func NewRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
 
 // Run plays until ctx ends (then it closes the room and returns nil) or
 // the room ends (then it returns the room's error).

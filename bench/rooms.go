@@ -12,7 +12,6 @@ import (
 
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
-	"github.com/switchboardgg/switchboard/tokens"
 )
 
 // Defaults of RoomsConfig.
@@ -98,7 +97,7 @@ func RunRooms(ctx context.Context, cfg RoomsConfig) (*RoomsResult, error) {
 		clientCfg.HTTPClient = httpc
 	}
 
-	run := tokens.Random(4)
+	run := NewRunID()
 	ids := make([]string, cfg.Rooms)
 	fmt.Fprintf(out, "creating %d rooms (%d players, %d Hz)\n", cfg.Rooms, cfg.Players, cfg.Tick)
 	for i := range ids {

@@ -144,7 +144,7 @@ type Config struct {
 
 	// Rooms tunes the room engine (retention, connect timeout, close
 	// linger, scheduler workers...). The node sets its Now, Logger,
-	// Tokens, Header, Observer, ObserveTick and MaxRooms itself.
+	// SealResume, Header, Observer, ObserveTick and MaxRooms itself.
 	Rooms rooms.Config
 }
 

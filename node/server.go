@@ -121,7 +121,7 @@ func New(cfg Config) (*Server, error) {
 	rc := cfg.Rooms
 	rc.Now = cfg.Now
 	rc.Logger = cfg.Logger
-	rc.Tokens = cfg.Signer
+	rc.SealResume = s.sealResume
 	rc.Header = wsHeader
 	rc.Observer = s.records
 	rc.MaxRooms = cfg.MaxRooms

@@ -13,7 +13,6 @@ import (
 
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/rooms"
-	"github.com/switchboardgg/switchboard/tokens"
 )
 
 func inputs(f roomwire.TickFrame) map[uint8]string {
@@ -199,7 +198,7 @@ func TestWelcome(t *testing.T) {
 		t.Errorf("members %+v, want %+v", w.Members, want)
 	}
 	rt := h.resumeToken(w)
-	if rt != (tokens.ResumeToken{RoomID: "w", Seat: 3, SessionID: session(3), Gen: rt.Gen}) || rt.Gen == 0 {
+	if rt != (rooms.ResumeKey{RoomID: "w", Seat: 3, SessionID: session(3), Gen: rt.Gen}) || rt.Gen == 0 {
 		t.Errorf("resume token %+v", rt)
 	}
 	if len(p3.take()) != 0 {

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/tokens"
 )
 
 type seatStatus uint8
@@ -149,14 +148,15 @@ func (r *Room) Join(seat int, sessionID string, peer Peer) (*Link, error) {
 	return r.connectLocked(seat, peer, false, 0)
 }
 
-// Resume reconnects peer with a verified resume token (handshake RESUME),
+// Resume reconnects peer with the key of a verified resume token
+// (handshake RESUME; see Config.SealResume),
 // sends it WELCOME, then the frames after lastFrame, as [Link.FrameReq]
 // answers them (SNAPSHOT first when they are no longer retained and a
 // snapshot bridges the gap; when none does, the next one that does is
 // pushed). It returns
 // ErrRoomEnded once the room is closing and ErrResumeRejected when the
-// token is not the seat's current one (used, or the seat was released).
-func (r *Room) Resume(tok tokens.ResumeToken, lastFrame uint32, peer Peer) (*Link, error) {
+// key is not the seat's current one (used, or the seat was released).
+func (r *Room) Resume(tok ResumeKey, lastFrame uint32, peer Peer) (*Link, error) {
 	r.mu.Lock()
 	defer r.unlock()
 	if r.state >= StateEnding {
@@ -188,10 +188,9 @@ func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*
 	s.link = l
 
 	var tok []byte
-	if r.e.cfg.Tokens != nil {
-		t, err := r.e.cfg.Tokens.SignResumeToken(tokens.ResumeToken{RoomID: r.cfg.ID, Seat: i, SessionID: s.sessionID, Gen: s.gen})
-		if err == nil && len(t) <= roomwire.MaxResumeTokenLen {
-			tok = []byte(t)
+	if seal := r.e.cfg.SealResume; seal != nil {
+		if t := seal(ResumeKey{RoomID: r.cfg.ID, Seat: i, SessionID: s.sessionID, Gen: s.gen}); len(t) <= roomwire.MaxResumeTokenLen {
+			tok = t
 		}
 	}
 	w := &roomwire.Welcome{

@@ -14,7 +14,6 @@ import (
 	"github.com/switchboardgg/switchboard/bench"
 	"github.com/switchboardgg/switchboard/client/rooms"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/tokens"
 )
 
 func newBotsCmd() *cobra.Command {
@@ -45,7 +44,7 @@ func newBotsCmd() *cobra.Command {
 			var lat bench.Histogram
 			var wg sync.WaitGroup
 			errs := make([]error, n)
-			run := tokens.Random(3)
+			run := bench.NewRunID()
 			for i := range n {
 				b := &bench.Bot{API: api, Backend: be, RoomID: roomID, Username: fmt.Sprintf("bot-%s-%d", run, i),
 					Seat: -1, Latency: &lat, Counters: &cnt}
@@ -103,7 +102,7 @@ and room-state event, until interrupted or the room ends.`,
 				return err
 			}
 			if username == "" {
-				username = "watch-" + tokens.Random(3)
+				username = "watch-" + bench.NewRunID()
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
