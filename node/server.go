@@ -63,7 +63,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("node: Config.Signer is required")
 	}
 	if cfg.ID == "" {
-		cfg.ID = "node-" + tokens.Random(6)
+		cfg.ID = "node-" + tokens.NewName(6)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
