@@ -385,7 +385,7 @@ func TestRecordsSurviveOutage(t *testing.T) {
 		return true
 	})
 
-	e.proxy.setCut(true)
+	e.proxy.SetBlackout(true)
 	for seat := range 3 {
 		cs[seat].send(&roomwire.Leave{})
 		cs[seat].expectClosed()
@@ -405,7 +405,7 @@ func TestRecordsSurviveOutage(t *testing.T) {
 		t.Fatalf("record changed during the outage: %+v", r)
 	}
 
-	e.proxy.setCut(false)
+	e.proxy.SetBlackout(false)
 	waitFor(t, "the record to catch up", func() bool {
 		r := getRoom()
 		return r.Status == store.StatusClosed && len(r.Seats) == 1 && r.Seat(3) != nil && r.Seat(3).Status == store.SeatOffline
@@ -442,7 +442,7 @@ func TestReadmitAfterRelease(t *testing.T) {
 				return r.Seat(0) != nil && r.Seat(0).Status == store.SeatOnline && r.Seat(1) != nil && r.Seat(1).Status == store.SeatOnline
 			})
 			if pending {
-				e.proxy.setCut(true)
+				e.proxy.SetBlackout(true)
 			}
 			a.send(&roomwire.Leave{}) // released by the node
 			a.expectClosed()
@@ -454,7 +454,7 @@ func TestReadmitAfterRelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			b.nc.Close() // a later change, to know when the record caught up
-			e.proxy.setCut(false)
+			e.proxy.SetBlackout(false)
 			waitFor(t, "seat 1 offline in the record", func() bool {
 				st := getRoom().Seat(1)
 				return st != nil && st.Status == store.SeatOffline

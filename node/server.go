@@ -144,9 +144,6 @@ func New(cfg Config) (*Server, error) {
 // ID returns the node id.
 func (s *Server) ID() string { return s.cfg.ID }
 
-// Engine returns the node's room engine.
-func (s *Server) Engine() *rooms.Engine { return s.engine }
-
 // wsHeader writes the header of an unmasked, final, binary WebSocket
 // frame of n bytes at the end of h (rooms.Config.Header).
 func wsHeader(h []byte, n int) int {
