@@ -40,8 +40,8 @@ Rooms have no spectator seats yet.`,
 			defer stop()
 			b := &bench.Bot{API: api, Backend: be, RoomID: args[0], Username: username, Seat: -1}
 			err = watchRoom(ctx, b, cmd.OutOrStdout(), every)
-			if err == nil || errors.Is(err, rooms.ErrRoomClosed) {
-				return nil
+			if err == nil || errors.Is(err, rooms.ErrRoomClosed) || ctx.Err() != nil {
+				return nil // the room ended, or the user interrupted
 			}
 			return fmt.Errorf("room watch %s: %s", args[0], describe(err))
 		},
@@ -88,6 +88,9 @@ func watchRoom(ctx context.Context, b *bench.Bot, out io.Writer, every int) erro
 				fmt.Fprintln(out, formatEvent(ev))
 			}
 		case <-room.Done():
+			if err := room.Err(); err != nil && !errors.Is(err, rooms.ErrRoomClosed) {
+				return &bench.StageError{Username: b.Username, Stage: bench.StagePlay, Err: err}
+			}
 			return room.Err()
 		}
 	}
