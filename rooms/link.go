@@ -119,7 +119,7 @@ func (r *Room) overLimitLocked(s *seat, now int64) bool {
 // frames after it. A request is answered even when its frames were sent
 // before (the client may have lost them); one over the seat's budget (see
 // Config.FrameReqWindow) is ignored and counted in
-// [Stats].FrameReqsRefused.
+// Stats.FrameReqsRefused.
 func (l *Link) FrameReq(from, to uint32) {
 	r := l.r
 	if r.frames == nil {

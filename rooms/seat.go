@@ -156,20 +156,20 @@ func (r *Room) Join(seat int, sessionID string, peer Peer) (*Link, error) {
 // pushed). It returns
 // ErrRoomEnded once the room is closing and ErrResumeRejected when the
 // key is not the seat's current one (used, or the seat was released).
-func (r *Room) Resume(tok ResumeKey, lastFrame uint32, peer Peer) (*Link, error) {
+func (r *Room) Resume(k ResumeKey, lastFrame uint32, peer Peer) (*Link, error) {
 	r.mu.Lock()
 	defer r.unlock()
 	if r.state >= StateEnding {
 		return nil, ErrRoomEnded
 	}
-	if tok.RoomID != r.cfg.ID || tok.Seat < 0 || tok.Seat >= len(r.seats) {
+	if k.RoomID != r.cfg.ID || k.Seat < 0 || k.Seat >= len(r.seats) {
 		return nil, ErrResumeRejected
 	}
-	s := &r.seats[tok.Seat]
-	if (s.status != seatOnline && s.status != seatOffline) || s.sessionID != tok.SessionID || s.gen != tok.Gen {
+	s := &r.seats[k.Seat]
+	if (s.status != seatOnline && s.status != seatOffline) || s.sessionID != k.SessionID || s.gen != k.Gen {
 		return nil, ErrResumeRejected
 	}
-	return r.connectLocked(tok.Seat, peer, true, lastFrame)
+	return r.connectLocked(k.Seat, peer, true, lastFrame)
 }
 
 func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*Link, error) {
