@@ -205,3 +205,26 @@ func TestCatchUpBeyondQueueBounds(t *testing.T) {
 		t.Errorf("disconnects_total{slow_consumer} = %v", got)
 	}
 }
+
+// TestFrameReqAnsweredAgain: the node answers a FRAME_REQ for frames it
+// already sent on the connection (the client may have lost them), and a
+// request over the seat's budget is ignored and counted.
+func TestFrameReqAnsweredAgain(t *testing.T) {
+	// 10 s of frames at 30 Hz kept: a budget of 300 frames per 5 s.
+	e := newEnv(t, false, func(c *node.Config) { c.Rooms.Retention = 10 * time.Second })
+	rec := record("again", func(r *store.Room) { r.MaxPlayers = 1 })
+	a, _ := e.join(rec, 0)
+	waitFor(t, "frame 12", func() bool { return e.srv.Engine().Room("again").Frame() >= 12 })
+	for i := range 2 {
+		a.send(&roomwire.FrameReq{From: 3, To: 12})
+		if fb := expect[*roomwire.FrameBatch](a); fb.Frames[0].Number != 3 || len(fb.Frames) != 10 {
+			t.Fatalf("answer %d: frames %d..%d, want 3..12", i+1, fb.Frames[0].Number, fb.Frames[len(fb.Frames)-1].Number)
+		}
+	}
+	for range 100 { // far over the budget, whatever the refill meanwhile
+		a.send(&roomwire.FrameReq{From: 3, To: 12})
+	}
+	waitFor(t, "a refused FRAME_REQ counted", func() bool {
+		return e.counter("switchboard_node_frame_reqs_refused_total") > 0
+	})
+}
