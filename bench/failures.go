@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -87,13 +88,7 @@ func (f *Failures) Counts() []ReasonCount {
 	}
 	f.mu.Unlock()
 	slices.SortFunc(out, func(a, b ReasonCount) int {
-		if a.Count != b.Count {
-			return int(b.Count - a.Count)
-		}
-		if a.Reason < b.Reason {
-			return -1
-		}
-		return 1
+		return cmp.Or(cmp.Compare(b.Count, a.Count), cmp.Compare(a.Reason, b.Reason))
 	})
 	return out
 }
