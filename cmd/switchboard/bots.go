@@ -22,10 +22,9 @@ func newBotsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bots --room ROOM -n N",
 		Short: "Join bots to a room: each sends an input every frame and checks frame order",
-		Long: `bots joins -n bots to the room, each in a free seat (or the seat its ticket
-reserves), as players: each says READY, sends an input every frame and checks
-that frames arrive in order, until --duration passes, the command is
-interrupted or the room is closed. It prints progress every second, and
+		Long: `bots joins -n bots to the room as players, each in a free seat: each says
+READY, sends an input every frame and checks that frames arrive in order,
+until --duration passes, the command is interrupted or the room is closed. It prints progress every second, and
 exits non-zero when a bot failed (the reasons are printed, counted) or frames
 arrived out of order.`,
 		Args: cobra.NoArgs,
