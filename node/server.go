@@ -63,7 +63,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("node: Config.Signer is required")
 	}
 	if cfg.ID == "" {
-		cfg.ID = "node-" + tokens.Random(6)
+		cfg.ID = "node-" + tokens.NewName(6)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -121,7 +121,7 @@ func New(cfg Config) (*Server, error) {
 	rc := cfg.Rooms
 	rc.Now = cfg.Now
 	rc.Logger = cfg.Logger
-	rc.Tokens = cfg.Signer
+	rc.SealResume = s.sealResume
 	rc.Header = wsHeader
 	rc.Observer = s.records
 	rc.MaxRooms = cfg.MaxRooms
@@ -143,9 +143,6 @@ func New(cfg Config) (*Server, error) {
 
 // ID returns the node id.
 func (s *Server) ID() string { return s.cfg.ID }
-
-// Engine returns the node's room engine.
-func (s *Server) Engine() *rooms.Engine { return s.engine }
 
 // wsHeader writes the header of an unmasked, final, binary WebSocket
 // frame of n bytes at the end of h (rooms.Config.Header).
