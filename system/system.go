@@ -336,15 +336,16 @@ func (s *System) startControl(ctx context.Context) error {
 	return nil
 }
 
-// startAdmin starts the admin listener: metrics, health, pprof. It stays
-// plain HTTP on loopback by default (docs/configuration.md).
+// startAdmin starts the admin listener: metrics, health, pprof; over TLS
+// like every other TCP listener when the system serves TLS, so that the
+// admin key never crosses the network in clear.
 func (s *System) startAdmin() error {
 	c := &s.cfg
-	ln, bound, err := s.listen("admin", c.Admin.Addr, c.Admin.Listener, false)
+	ln, bound, err := s.listen("admin", c.Admin.Addr, c.Admin.Listener, true)
 	if err != nil {
 		return err
 	}
-	s.ready.Admin = "http://" + bound
+	s.ready.Admin = s.scheme("http://", "https://") + bound
 	hs := adminServer(adminHandler(s.reg, c.Admin.Key))
 	hs.ErrorLog = slog.NewLogLogger(s.log.With("component", "admin").Handler(), slog.LevelWarn)
 	s.servers = append(s.servers, &server{name: "admin", shutdown: hs.Shutdown, close: hs.Close})

@@ -29,13 +29,14 @@ func TestTLSSelfSigned(t *testing.T) {
 	cfg := testConfig(dir)
 	cfg.TLS.SelfSigned = true
 	cfg.API.PublishServerKey = true
+	cfg.Admin.Addr = "127.0.0.1:0"
 	s := start(t, cfg)
 	r := s.Ready()
 	if !strings.HasPrefix(r.API, "https://") || !strings.HasPrefix(r.NodeWS, "wss://") {
 		t.Fatalf("Ready api %q, node_ws %q; want https and wss", r.API, r.NodeWS)
 	}
-	if strings.Join(r.TLS, ",") != "node_ws,api" {
-		t.Errorf("Ready TLS = %v, want node_ws and api", r.TLS)
+	if strings.Join(r.TLS, ",") != "node_ws,api,admin" || !strings.HasPrefix(r.Admin, "https://") {
+		t.Errorf("Ready TLS = %v, admin %q; want node_ws, api and admin", r.TLS, r.Admin)
 	}
 	certFile := filepath.Join(dir, certs.DefaultCertFile)
 	st, err := certs.Load(certFile, filepath.Join(dir, certs.DefaultKeyFile))
@@ -49,6 +50,17 @@ func TestTLSSelfSigned(t *testing.T) {
 	tr := &http.Transport{TLSClientConfig: tlsCfg}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+
+	for _, u := range []string{r.API + "/healthz", r.Admin + "/healthz"} {
+		resp, err := hc.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s: %s", u, resp.Status)
+		}
+	}
 
 	// A plain-HTTP client is refused: the listener speaks TLS only.
 	if resp, err := http.Get("http://" + strings.TrimPrefix(r.API, "https://") + "/healthz"); err == nil {
