@@ -305,3 +305,24 @@ func waitClosed(t *testing.T, c net.Conn) {
 		t.Fatalf("connection still open after 10 s")
 	}
 }
+
+// TestZeroConfig checks the documented defaults: every role, embedded
+// NATS, loopback listeners on free ports, data in DefaultDataDir.
+func TestZeroConfig(t *testing.T) {
+	t.Chdir(t.TempDir())
+	s := start(t, system.Config{Logger: discard})
+	r := s.Ready()
+	for name, u := range map[string]string{"api": r.API, "node_ws": r.NodeWS, "nats": r.NATS} {
+		if !strings.Contains(u, "://127.0.0.1:") {
+			t.Errorf("Ready %s = %q, want 127.0.0.1", name, u)
+		}
+	}
+	if r.Admin != "" || r.ServerKey != "" {
+		t.Errorf("Ready admin %q, server key set %v; want no admin listener and the key unpublished", r.Admin, r.ServerKey != "")
+	}
+	for _, f := range []string{system.LockFile, system.NodeIDFile, system.ServerKeyFile, "nats"} {
+		if _, err := os.Stat(filepath.Join(system.DefaultDataDir, f)); err != nil {
+			t.Errorf("data dir: %v", err)
+		}
+	}
+}
