@@ -8,20 +8,17 @@ import (
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
+	"github.com/switchboardgg/switchboard/internal/natstest"
 )
 
 // TestServeRolesAsSeparateProcesses runs control and a game node as two
 // processes on one NATS server started by the test: all they share goes
 // through NATS.
 func TestServeRolesAsSeparateProcesses(t *testing.T) {
-	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: t.TempDir(), Host: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Shutdown)
+	nats, _ := natstest.Start(t, backbone.Config{})
 	const key = "e2e-server-key-0123456789"
-	ctl := start(t, "serve", "control", "--nats-url", emb.ClientURL(), "--api", "127.0.0.1:0", "--server-key", key)
-	node := start(t, "serve", "node", "--nats-url", emb.ClientURL(), "--node", "127.0.0.1:0", "--node-id", "e2e-node-1")
+	ctl := start(t, "serve", "control", "--nats-url", nats.URL(), "--api", "127.0.0.1:0", "--server-key", key, "--data-dir", t.TempDir())
+	node := start(t, "serve", "node", "--nats-url", nats.URL(), "--node", "127.0.0.1:0", "--node-id", "e2e-node-1", "--data-dir", t.TempDir())
 	if ctl.ready.NodeWS != "" || node.ready.API != "" {
 		t.Fatalf("roles leaked into each other: control %+v, node %+v", ctl.ready, node.ready)
 	}
