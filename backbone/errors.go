@@ -19,6 +19,10 @@ var ErrClosed = errors.New("backbone: connection closed")
 // not accept connections within [EmbeddedConfig.StartTimeout].
 var ErrNotReady = errors.New("backbone: embedded server not ready")
 
+// ErrBadCredentials is returned (wrapped) by [StartEmbedded] and [Connect]
+// when a credentials file holds no valid NATS user nkey or JWT.
+var ErrBadCredentials = errors.New("backbone: not a nats user credentials file")
+
 type timeoutError struct{}
 
 func (timeoutError) Error() string   { return "backbone: request timed out" }

@@ -136,7 +136,7 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 		}
 		t.Cleanup(emb.Shutdown)
 		ctx := context.Background()
-		e.bb, err = backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), Logger: discard})
+		e.bb, err = backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), CredentialsFile: emb.CredentialsFile(), Logger: discard})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 		if proxied {
 			e.proxy = newProxy(t, strings.TrimPrefix(emb.ClientURL(), "nats://"))
 			bb, err := backbone.Connect(ctx, backbone.Config{
-				URL: "nats://" + e.proxy.addr(), Logger: discard,
+				URL: "nats://" + e.proxy.addr(), CredentialsFile: emb.CredentialsFile(), Logger: discard,
 				ReconnectWait: 10 * time.Millisecond, MaxReconnectWait: 50 * time.Millisecond,
 			})
 			if err != nil {

@@ -27,6 +27,9 @@ func newServeRoleCmd(r role) *cobra.Command {
 			if o.serverKey == "" {
 				o.serverKey = os.Getenv("SWITCHBOARD_SERVER_KEY")
 			}
+			if o.natsCreds == "" {
+				o.natsCreds = os.Getenv("SWITCHBOARD_NATS_CREDS")
+			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			return runSystem(ctx, cmd.OutOrStdout(), o)
@@ -34,6 +37,7 @@ func newServeRoleCmd(r role) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
+	f.StringVar(&o.natsCreds, "nats-creds", "", "NATS credentials `file`: an nkey seed (a dev data dir's nats-user.nk) or a .creds file (default: $SWITCHBOARD_NATS_CREDS)")
 	f.StringVar(&o.adminAddr, "admin", "", "admin listen address (metrics, pprof); empty disables it")
 	f.StringVar(&o.readyFile, "ready-file", "", "write the bound addresses as JSON to this file once every listener is up")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")

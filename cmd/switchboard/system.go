@@ -43,6 +43,7 @@ type systemOptions struct {
 	roles          role
 	embedNATS      bool
 	natsURL        string // when not embedded
+	natsCreds      string // when not embedded: nkey seed or .creds file
 	natsAddr       string // embedded server's listen address
 	apiAddr        string
 	nodeAddr       string
@@ -100,7 +101,7 @@ func runSystem(ctx context.Context, out io.Writer, o systemOptions) error {
 		}
 	}()
 
-	natsURL := o.natsURL
+	natsURL, natsCreds := o.natsURL, o.natsCreds
 	if o.embedNATS {
 		host, port, err := splitHostPort(o.natsAddr)
 		if err != nil {
@@ -113,9 +114,11 @@ func runSystem(ctx context.Context, out io.Writer, o systemOptions) error {
 			return err
 		}
 		closers = append(closers, emb.Shutdown)
-		natsURL = emb.ClientURL()
+		natsURL, natsCreds = emb.ClientURL(), emb.CredentialsFile()
 	}
-	bb, err := backbone.Connect(ctx, backbone.Config{URL: natsURL, Name: "switchboard", Logger: log.With("component", "backbone")})
+	bb, err := backbone.Connect(ctx, backbone.Config{
+		URL: natsURL, CredentialsFile: natsCreds, Name: "switchboard", Logger: log.With("component", "backbone"),
+	})
 	if err != nil {
 		return err
 	}
@@ -254,6 +257,9 @@ func printBanner(w io.Writer, o systemOptions, r readyInfo) {
 		fmt.Fprintln(w, "  admin   ", r.Admin+"/metrics")
 	}
 	fmt.Fprintln(w, "  nats    ", r.NATS)
+	if o.embedNATS {
+		fmt.Fprintln(w, "  nats credentials (for serve --nats-creds):", filepath.Join(o.dataDir, backbone.CredentialsFileName))
+	}
 	if o.printKey {
 		fmt.Fprintln(w, "  server key (dev only; kept in "+filepath.Join(o.dataDir, "server-key")+"):", o.serverKey)
 	}

@@ -116,7 +116,7 @@ func Start(ctx context.Context, dir string, cfg Config) (s *Stack, err error) {
 	}
 	s.closers = append(s.closers, emb.Shutdown)
 	connect := func() (*backbone.Conn, error) {
-		c, err := backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), Logger: log})
+		c, err := backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), CredentialsFile: emb.CredentialsFile(), Logger: log})
 		if err != nil {
 			return nil, fmt.Errorf("teststack: connect nats: %w", err)
 		}
