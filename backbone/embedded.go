@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -109,11 +110,22 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backbone: embedded server: %w", err)
 	}
-	srv.SetLoggerV2(&serverLogger{log: cfg.Logger.With("component", "nats-server")}, false, false, false)
+	lg := &serverLogger{log: cfg.Logger.With("component", "nats-server")}
+	srv.SetLoggerV2(lg, false, false, false)
 	srv.Start()
-	if !srv.ReadyForConnections(cfg.StartTimeout) {
+	// Poll so that a fatal start error (the port in use, say) ends the
+	// wait at once, and say what it was.
+	deadline := time.Now().Add(cfg.StartTimeout)
+	for !srv.ReadyForConnections(readyPoll) {
+		cause := lg.fatal.Load()
+		if cause == nil && time.Now().Before(deadline) {
+			continue
+		}
 		srv.Shutdown()
 		srv.WaitForShutdown()
+		if cause != nil {
+			return nil, fmt.Errorf("backbone: embedded server on %s:%d: %w: %w", cfg.Host, cfg.Port, ErrNotReady, *cause)
+		}
 		return nil, fmt.Errorf("backbone: embedded server on %s:%d: %w", cfg.Host, cfg.Port, ErrNotReady)
 	}
 	return &Embedded{srv: srv, creds: credsPath}, nil
@@ -135,10 +147,16 @@ func (e *Embedded) Shutdown() {
 	e.srv.WaitForShutdown()
 }
 
+// readyPoll is how often StartEmbedded checks for a fatal start error
+// while it waits for the server.
+const readyPoll = 50 * time.Millisecond
+
 // serverLogger routes nats-server logging to slog: warnings and errors
-// only, so that a healthy server says nothing.
+// only, so that a healthy server says nothing. It keeps the first fatal
+// error for StartEmbedded's message.
 type serverLogger struct {
-	log *slog.Logger
+	log   *slog.Logger
+	fatal atomic.Pointer[error]
 }
 
 func (l *serverLogger) Noticef(string, ...any) {}
@@ -151,7 +169,16 @@ func (l *serverLogger) Errorf(format string, v ...any) {
 	l.log.Log(context.Background(), slog.LevelError, fmt.Sprintf(format, v...))
 }
 func (l *serverLogger) Fatalf(format string, v ...any) {
-	l.log.Log(context.Background(), slog.LevelError, fmt.Sprintf(format, v...), "fatal", true)
+	msg := fmt.Sprintf(format, v...)
+	var err error = fatalError{msg: msg}
+	for _, a := range v {
+		if e, ok := a.(error); ok { // the listener's error, say
+			err = fatalError{msg: msg, err: e}
+			break
+		}
+	}
+	l.fatal.CompareAndSwap(nil, &err)
+	l.log.Log(context.Background(), slog.LevelError, msg, "fatal", true)
 }
 
 // loadOrCreateUserKey returns the public key of the nkey user seed in path,
@@ -218,3 +245,13 @@ func wipe(b []byte) {
 		b[i] = 'x'
 	}
 }
+
+// fatalError is a fatal message of nats-server and the error it names, so
+// that errors.Is finds the cause (syscall.EADDRINUSE, say).
+type fatalError struct {
+	msg string
+	err error
+}
+
+func (e fatalError) Error() string { return e.msg }
+func (e fatalError) Unwrap() error { return e.err }

@@ -64,6 +64,18 @@ const (
 	// DefaultMaxRateLimitKeys bounds the IPs and sessions the rate
 	// limiters remember at once.
 	DefaultMaxRateLimitKeys = 10000
+	// DefaultReadHeaderTimeout bounds reading a request's header.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds reading a whole request, body included: a
+	// body trickled in slowly is cut off here.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds writing a response.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection idle this long.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultMaxHeaderBytes bounds a request's header; a larger one is
+	// answered 431.
+	DefaultMaxHeaderBytes = 16 << 10
 )
 
 // Fixed limits of the API; see docs/api.md.
@@ -167,6 +179,15 @@ type Config struct {
 	// DefaultMaxRateLimitKeys.
 	MaxRateLimitKeys int
 
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
+	// the http.Server timeouts of [Server.Serve]. Zero means
+	// DefaultReadHeaderTimeout, DefaultReadTimeout, DefaultWriteTimeout
+	// and DefaultIdleTimeout.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request header in [Server.Serve], in bytes.
+	// Zero means DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
+
 	// Logger receives request failures and rare events, with no
 	// component attribute of its own; tokens and keys are never logged.
 	// Nil means slog.Default().
@@ -192,6 +213,13 @@ func (c Config) withDefaults() Config {
 	setDur(&c.MaxRoomDuration, DefaultMaxRoomDuration)
 	setDur(&c.CommandTimeout, DefaultCommandTimeout)
 	setDur(&c.RequestTimeout, DefaultRequestTimeout)
+	setDur(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDur(&c.ReadTimeout, DefaultReadTimeout)
+	setDur(&c.WriteTimeout, DefaultWriteTimeout)
+	setDur(&c.IdleTimeout, DefaultIdleTimeout)
+	if c.MaxHeaderBytes <= 0 {
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
 	if c.MaxSnapshotIntervalFrames <= 0 {
 		c.MaxSnapshotIntervalFrames = DefaultMaxSnapshotIntervalFrames
 	}

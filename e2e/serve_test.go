@@ -11,6 +11,7 @@ import (
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
+	"github.com/switchboardgg/switchboard/internal/natstest"
 )
 
 // TestServeRolesAsSeparateProcesses runs control and a game node as two
@@ -18,15 +19,11 @@ import (
 // through NATS. The server requires credentials, as a production one
 // should: the roles get them with --nats-creds.
 func TestServeRolesAsSeparateProcesses(t *testing.T) {
-	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: t.TempDir(), Host: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Shutdown)
+	nats, _ := natstest.Start(t, backbone.Config{})
 	const key = "e2e-server-key-0123456789"
-	creds := emb.CredentialsFile()
-	ctl := start(t, "serve", "control", "--nats-url", emb.ClientURL(), "--nats-creds", creds, "--api", "127.0.0.1:0", "--server-key", key)
-	node := start(t, "serve", "node", "--nats-url", emb.ClientURL(), "--nats-creds", creds, "--node", "127.0.0.1:0", "--node-id", "e2e-node-1")
+	creds := nats.Embedded.CredentialsFile()
+	ctl := start(t, "serve", "control", "--nats-url", nats.URL(), "--nats-creds", creds, "--api", "127.0.0.1:0", "--server-key", key, "--data-dir", t.TempDir())
+	node := start(t, "serve", "node", "--nats-url", nats.URL(), "--nats-creds", creds, "--node", "127.0.0.1:0", "--node-id", "e2e-node-1", "--data-dir", t.TempDir())
 	if ctl.ready.NodeWS != "" || node.ready.API != "" {
 		t.Fatalf("roles leaked into each other: control %+v, node %+v", ctl.ready, node.ready)
 	}
@@ -69,13 +66,10 @@ func TestServeRolesAsSeparateProcesses(t *testing.T) {
 // TestServeWithoutNATSCredentials: a role without credentials for a NATS
 // server that requires them exits at once, non-zero, saying why.
 func TestServeWithoutNATSCredentials(t *testing.T) {
-	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: t.TempDir(), Host: "127.0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Shutdown)
+	nats, _ := natstest.Start(t, backbone.Config{})
 	ctx := testContext(t, 30*time.Second)
-	cmd := exec.CommandContext(ctx, binary, "serve", "node", "--nats-url", emb.ClientURL(), "--node", "127.0.0.1:0", "--log-level", "warn")
+	cmd := exec.CommandContext(ctx, binary, "serve", "node", "--nats-url", nats.URL(), "--node", "127.0.0.1:0",
+		"--data-dir", t.TempDir(), "--log-level", "warn")
 	cmd.Env = append(os.Environ(), "SWITCHBOARD_NATS_CREDS=")
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError

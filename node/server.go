@@ -166,6 +166,16 @@ func wsHeader(h []byte, n int) int {
 	return 10
 }
 
+// Start starts what the first [Server.Serve] starts — the room scheduler,
+// the record worker, the registry heartbeat and the commands from control
+// — and returns its error, so that a caller knows the node is up before it
+// serves or reports it ready. Serve calls it; later calls return the first
+// call's result. Set [Config.WSURL] when calling Start before Serve.
+func (s *Server) Start() error {
+	s.startOnce.Do(s.start)
+	return s.startErr
+}
+
 // Serve accepts WebSocket connections on ln until Shutdown or Close, and
 // returns ErrServerClosed then. The first call also starts the room
 // scheduler, the record worker, the registry heartbeat and, with a
@@ -194,9 +204,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.servers = append(s.servers, hs)
 	s.mu.Unlock()
 
-	s.startOnce.Do(s.start)
-	if s.startErr != nil {
-		return s.startErr
+	if err := s.Start(); err != nil {
+		return err
 	}
 	err := hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
