@@ -153,7 +153,7 @@ func (p *Probe) probe(ctx context.Context) error {
 			TTL: ProbeTTL, MaxBytes: probeMaxBytes, Storage: jetstream.FileStorage,
 		})
 		if err != nil {
-			return fmt.Errorf("backbone: %w: %w", ErrUnwritable, err)
+			return &unwritableError{cause: fmt.Errorf("bucket %s: %w", p.cfg.Bucket, err)}
 		}
 		p.mu.Lock()
 		p.kv = kv
@@ -161,7 +161,7 @@ func (p *Probe) probe(ctx context.Context) error {
 	}
 	stamp := time.Now().UTC().AppendFormat(nil, time.RFC3339Nano)
 	if _, err := kv.Put(ctx, p.cfg.Key, stamp); err != nil {
-		return fmt.Errorf("backbone: %w: put %s: %w", ErrUnwritable, p.cfg.Bucket, err)
+		return &unwritableError{cause: fmt.Errorf("put %s: %w", p.cfg.Bucket, err)}
 	}
 	return nil
 }
@@ -199,7 +199,27 @@ func (e *Embedded) Check() error {
 	}
 	msg := strings.Join(msgs, "; ")
 	if restart {
-		return fmt.Errorf("backbone: embedded server: %w: %w: %s", ErrUnwritable, ErrRestartRequired, msg)
+		return &unwritableError{cause: errors.New(msg), restart: true}
 	}
 	return fmt.Errorf("backbone: embedded server unhealthy: %s", msg)
+}
+
+// unwritableError is ErrUnwritable, and ErrRestartRequired with restart,
+// with its cause, in one readable message.
+type unwritableError struct {
+	cause   error
+	restart bool
+}
+
+func (e *unwritableError) Error() string {
+	if e.restart {
+		return "backbone: jetstream does not accept writes until the embedded server restarts: " + e.cause.Error()
+	}
+	return "backbone: jetstream does not accept writes: " + e.cause.Error()
+}
+
+func (e *unwritableError) Unwrap() error { return e.cause }
+
+func (e *unwritableError) Is(target error) bool {
+	return target == ErrUnwritable || e.restart && target == ErrRestartRequired
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -83,10 +84,18 @@ func (s *syncBuffer) String() string {
 // file. The process is killed at the end of the test if still running.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startIn(t, nil, args...)
+}
+
+// startIn is start with the binary run by the command wrap (such as
+// nsenter and its arguments); nil wrap runs it directly.
+func startIn(t *testing.T, wrap []string, args ...string) *proc {
+	t.Helper()
 	readyFile := filepath.Join(t.TempDir(), "ready.json")
 	args = append(args, "--ready-file", readyFile, "--log-level", "warn")
 	p := &proc{t: t, out: new(syncBuffer), done: make(chan struct{})}
-	p.cmd = exec.Command(binary, args...)
+	argv := append(append(slices.Clone(wrap), binary), args...)
+	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %v: %v", args, err)

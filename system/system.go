@@ -383,7 +383,7 @@ func (s *System) startProbe() {
 	s.servers = append(s.servers, &server{name: "store probe", shutdown: func(context.Context) error { return stop() }, close: stop})
 	s.wg.Go(func() {
 		if err := s.probe.Run(ctx); err != nil {
-			s.log.Error("the embedded NATS server cannot write (disk full?) and recovers only by a restart: exiting so that a supervisor restarts switchboard; free space first",
+			s.log.Error("the embedded NATS server cannot write (disk full?) and only a restart recovers: exiting so that a supervisor restarts switchboard; free space first",
 				"err", err)
 			s.fail(fmt.Errorf("system: store: %w", err))
 		}

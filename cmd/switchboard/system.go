@@ -83,7 +83,7 @@ func runSystem(ctx context.Context, out io.Writer, o *systemOptions) error {
 			done = true
 		case <-sys.Done():
 			runErr = sys.Err()
-			log.Error("a listener failed; shutting down", "err", runErr)
+			log.Error("a role failed; shutting down", "err", runErr)
 			done = true
 		case <-hup:
 			if err := sys.ReloadTLS(); err != nil {
