@@ -29,7 +29,7 @@ func TestDevDiskFull(t *testing.T) {
 	ns := []string{"nsenter", "-t", strconv.Itoa(holder), "-m", "--"}
 	args := []string{"dev", "--api", "127.0.0.1:0", "--node", "127.0.0.1:0", "--admin", "127.0.0.1:0",
 		"--nats", "127.0.0.1:0", "--data-dir", dir}
-	p := startIn(t, ns, args...)
+	p := startWrapped(t, ns, args...)
 	ctx := testContext(t, 120*time.Second)
 	be, err := backend.New(p.ready.API, p.ready.ServerKey, nil)
 	if err != nil {
@@ -81,7 +81,7 @@ func TestDevDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	p = startIn(t, ns, args...)
+	p = startWrapped(t, ns, args...)
 	be, err = backend.New(p.ready.API, p.ready.ServerKey, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -80,8 +80,10 @@ type Config struct {
 
 	// NATS is the backbone every role connects to.
 	NATS NATSConfig
-	// TLS, when set, serves every TCP listener of the data and API planes
-	// with TLS: the API (https) and the node's WebSocket (wss).
+	// TLS, when set, serves every TCP listener with TLS: the API (https),
+	// the node's WebSocket (wss) and the admin listener (https). The
+	// embedded NATS server's port is not one of them (credentials guard
+	// it; bind it to loopback).
 	TLS TLSConfig
 	// API configures the control role.
 	API APIConfig

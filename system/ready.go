@@ -26,7 +26,7 @@ type Ready struct {
 	// ServerKey is the server API key, with APIConfig.PublishServerKey
 	// only.
 	ServerKey string `json:"server_key,omitempty"`
-	// TLS names the listeners that serve TLS ("api", "node_ws").
+	// TLS names the listeners that serve TLS ("node_ws", "api", "admin").
 	TLS []string `json:"tls,omitempty"`
 	// TLSFingerprint is the SHA-256 fingerprint of the certificate the
 	// TLS listeners serve at start (certs.Fingerprint), for clients that

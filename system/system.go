@@ -113,7 +113,9 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 			return nil, err
 		}
 	}
-	s.startProbe()
+	if err := s.startProbe(ctx); err != nil {
+		return nil, err
+	}
 	if cfg.ReadyFile != "" {
 		if err := writeReady(cfg.ReadyFile, s.ready); err != nil {
 			return nil, err
@@ -350,15 +352,16 @@ func (s *System) startControl(ctx context.Context) error {
 	return nil
 }
 
-// startAdmin starts the admin listener: metrics, health, pprof. It stays
-// plain HTTP on loopback by default (docs/configuration.md).
+// startAdmin starts the admin listener: metrics, health, pprof; over TLS
+// like every other TCP listener when the system serves TLS, so that the
+// admin key never crosses the network in clear.
 func (s *System) startAdmin() error {
 	c := &s.cfg
-	ln, bound, err := s.listen("admin", c.Admin.Addr, c.Admin.Listener, false)
+	ln, bound, err := s.listen("admin", c.Admin.Addr, c.Admin.Listener, true)
 	if err != nil {
 		return err
 	}
-	s.ready.Admin = "http://" + bound
+	s.ready.Admin = s.scheme("http://", "https://") + bound
 	h, err := admin.New(admin.Config{Key: c.Admin.Key, Gatherer: s.reg, Health: s.Health})
 	if err != nil {
 		return fmt.Errorf("system: %w", err)
@@ -370,13 +373,18 @@ func (s *System) startAdmin() error {
 	return nil
 }
 
-// startProbe runs the write probe until Drain or Close. When the embedded
-// NATS server keeps a write error until restart (a full disk), the probe
-// fails the system (Done, Err wraps backbone.ErrRestartRequired) so that
-// the process exits non-zero and its supervisor restarts it.
-func (s *System) startProbe() {
+// startProbe probes the store once — creating the probe's bucket before
+// anything can close the system — and then runs the probe until Drain or
+// Close. When the embedded NATS server keeps a write error until restart
+// (a full disk), Start fails, or later the probe fails the system (Done,
+// Err wraps backbone.ErrRestartRequired), so that the process exits
+// non-zero and its supervisor restarts it.
+func (s *System) startProbe(ctx context.Context) error {
 	if s.probe == nil {
-		return
+		return nil
+	}
+	if err := s.probe.Probe(ctx); errors.Is(err, backbone.ErrRestartRequired) {
+		return fmt.Errorf("system: store: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stop := func() error { cancel(); return nil }
@@ -388,6 +396,7 @@ func (s *System) startProbe() {
 			s.fail(fmt.Errorf("system: store: %w", err))
 		}
 	})
+	return nil
 }
 
 // Health reports whether the store accepts writes: the outcome of the

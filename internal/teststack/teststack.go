@@ -122,7 +122,7 @@ func Start(ctx context.Context, dir string, cfg Config) (*Stack, error) {
 	tr := &http.Transport{}
 	s := &Stack{
 		API: ready.API, ServerKey: cfg.ServerKey, System: sys,
-		HTTP: &http.Client{Transport: tr, Timeout: DefaultHTTPTimeout},
+		HTTP:     &http.Client{Transport: tr, Timeout: DefaultHTTPTimeout},
 		nodeWait: cfg.NodeWait, tr: tr,
 	}
 	if u, err := url.Parse(ready.NodeWS); err == nil {
