@@ -100,3 +100,32 @@ func TestEmbeddedCredentialsFile(t *testing.T) {
 		t.Errorf("Connect with a missing credentials file: got %v, want os.ErrNotExist", err)
 	}
 }
+
+// TestCredentialsFileKinds: a file with a user JWT is used as a .creds
+// file (JWT and seed), one without as a bare nkey seed. The embedded
+// server takes no JWTs, so the same seed behind a JWT is refused: that
+// shows which way the file was read.
+func TestCredentialsFileKinds(t *testing.T) {
+	e, _ := startServer(t)
+	seed, err := os.ReadFile(e.CredentialsFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds := filepath.Join(t.TempDir(), "user.creds")
+	body := "-----BEGIN NATS USER JWT-----\neyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ.e30.c2ln\n------END NATS USER JWT------\n\n" +
+		"-----BEGIN USER NKEY SEED-----\n" + string(seed) + "------END USER NKEY SEED------\n"
+	if err := os.WriteFile(creds, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if c, err := Connect(ctx, Config{URL: e.ClientURL(), CredentialsFile: creds, Logger: discard}); err == nil {
+		c.Close()
+		t.Error("a .creds file was read as a bare seed: connected to a server that takes no JWTs")
+	}
+	if c, err := Connect(ctx, Config{URL: e.ClientURL(), CredentialsFile: e.CredentialsFile(), Logger: discard}); err != nil {
+		t.Errorf("the seed file: %v", err)
+	} else {
+		c.Close()
+	}
+}
