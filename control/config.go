@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -113,6 +114,11 @@ type Config struct {
 	// Backbone carries the commands to game nodes and tells /healthz
 	// whether NATS is reachable. Required.
 	Backbone *backbone.Conn
+	// Health, when not nil, tells /healthz whether the store accepts
+	// writes (such as backbone.Probe.Check); an error answers 503. It
+	// should answer from memory. Nil means only the NATS connection is
+	// checked.
+	Health func(ctx context.Context) error
 	// ServerKey is the server API key: game backends send it as
 	// "Authorization: Bearer <key>", and it is the HMAC key of auth
 	// tokens. Required, at least tokens.MinKeyLen bytes.

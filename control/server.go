@@ -314,10 +314,14 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx
 // idempotent.
 func (s *Server) Close() error { return s.srv.Close() }
 
-// health answers 200 when the backbone is connected, 503 otherwise.
-func (s *Server) health(_ context.Context, _ *call) (int, any, error) {
+// health answers 200 when the backbone is connected and the store
+// writable (Config.Health), 503 otherwise.
+func (s *Server) health(ctx context.Context, _ *call) (int, any, error) {
 	if !s.bb.NATS().IsConnected() {
 		return 0, nil, errUnavailable("the NATS backbone is not connected", "")
+	}
+	if s.cfg.Health != nil && s.cfg.Health(ctx) != nil {
+		return 0, nil, errUnavailable("the store does not accept writes", "")
 	}
 	return http.StatusOK, map[string]string{"status": "ok"}, nil
 }

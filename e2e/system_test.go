@@ -206,7 +206,7 @@ func TestDevLoginLimit(t *testing.T) {
 
 	nats, _ := natstest.Start(t, backbone.Config{})
 	const key = "e2e-server-key-0123456789"
-	ctl := start(t, "serve", "control", "--nats-url", nats.URL(), "--api", "127.0.0.1:0", "--server-key", key, "--data-dir", t.TempDir())
+	ctl := start(t, "serve", "control", "--nats-url", nats.URL(), "--nats-creds", nats.Embedded.CredentialsFile(), "--api", "127.0.0.1:0", "--server-key", key, "--data-dir", t.TempDir())
 	be, err = backend.New(ctl.ready.API, key, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -300,10 +300,10 @@ func TestServeTLSReloadOnSIGHUP(t *testing.T) {
 	nats, _ := natstest.Start(t, backbone.Config{})
 	const key = "e2e-server-key-0123456789"
 	tlsArgs := []string{"--tls-cert", cf, "--tls-key", kf}
-	ctl := start(t, append([]string{"serve", "control", "--nats-url", nats.URL(), "--api", "127.0.0.1:0",
+	ctl := start(t, append([]string{"serve", "control", "--nats-url", nats.URL(), "--nats-creds", nats.Embedded.CredentialsFile(), "--api", "127.0.0.1:0",
 		"--server-key", key, "--data-dir", t.TempDir()}, tlsArgs...)...)
 	nodeDir := t.TempDir()
-	nodeArgs := append([]string{"serve", "node", "--nats-url", nats.URL(), "--node", "127.0.0.1:0", "--data-dir", nodeDir}, tlsArgs...)
+	nodeArgs := append([]string{"serve", "node", "--nats-url", nats.URL(), "--nats-creds", nats.Embedded.CredentialsFile(), "--node", "127.0.0.1:0", "--data-dir", nodeDir}, tlsArgs...)
 	node := start(t, nodeArgs...)
 	addrs := map[*proc]string{ctl: hostPort(t, ctl.ready.API), node: hostPort(t, node.ready.NodeWS)}
 	for p, addr := range addrs {

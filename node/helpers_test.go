@@ -64,7 +64,7 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 		}
 		t.Cleanup(emb.Shutdown)
 		ctx := context.Background()
-		e.bb, err = backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), Logger: discard})
+		e.bb, err = backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), CredentialsFile: emb.CredentialsFile(), Logger: discard})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 		if proxied {
 			addr := startProxy(t, e, strings.TrimPrefix(emb.ClientURL(), "nats://"))
 			bb, err := backbone.Connect(ctx, backbone.Config{
-				URL: "nats://" + addr, Logger: discard,
+				URL: "nats://" + addr, CredentialsFile: emb.CredentialsFile(), Logger: discard,
 				ReconnectWait: 10 * time.Millisecond, MaxReconnectWait: 50 * time.Millisecond,
 			})
 			if err != nil {

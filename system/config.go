@@ -111,8 +111,11 @@ type NATSConfig struct {
 	// Addr is the embedded server's client listen address, HOST:PORT.
 	// Empty means DefaultListenAddr. Ignored with URL.
 	Addr string
-	// CredentialsFile is a NATS .creds file the roles connect with.
-	// Empty means none.
+	// CredentialsFile is the NATS credentials the roles connect with: an
+	// nkey seed file or a .creds file (backbone.Config.CredentialsFile).
+	// Empty means none (or a user and password in URL). Ignored without
+	// URL: the embedded server's generated nkey (DataDir/nats-user.nk) is
+	// used.
 	CredentialsFile string
 }
 

@@ -27,8 +27,12 @@
 // # Goroutines
 //
 // One serve loop per listener (the roles' own goroutines are theirs),
-// tracked and joined by Close. [System.Done] is closed when one of them
-// fails on its own; the caller (cmd/switchboard) then drains. System
+// and the store's write probe (backbone.Probe), whose last outcome
+// [System.Health] reports to both /healthz; all tracked and joined by
+// Close. [System.Done] is closed when one of them fails on its own — the
+// probe does when the embedded NATS server keeps a write error until
+// restart (a full disk) — and the caller (cmd/switchboard) then drains
+// and exits non-zero. System
 // reads no signals, flags or environment: the caller calls
 // [System.ReloadTLS] on SIGHUP and Drain on SIGTERM.
 //

@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control"
+	"github.com/switchboardgg/switchboard/internal/admin"
 	"github.com/switchboardgg/switchboard/internal/certs"
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/store"
@@ -40,6 +41,7 @@ type System struct {
 	lns    []net.Listener // every listener, closed again by Close
 	emb    *backbone.Embedded
 	conns  []*backbone.Conn
+	probe  *backbone.Probe // made with the first connection; nil without
 	signer *tokens.Signer
 	wrote  bool // the ready file exists
 
@@ -110,6 +112,9 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 		if err := s.startAdmin(); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.startProbe(ctx); err != nil {
+		return nil, err
 	}
 	if cfg.ReadyFile != "" {
 		if err := writeReady(cfg.ReadyFile, s.ready); err != nil {
@@ -204,6 +209,7 @@ func (s *System) startBackbone() error {
 	}
 	s.emb = emb
 	s.ready.NATS = emb.ClientURL()
+	c.NATS.CredentialsFile = emb.CredentialsFile()
 	return nil
 }
 
@@ -219,6 +225,12 @@ func (s *System) connect(ctx context.Context, role string) (*backbone.Conn, *sto
 		return nil, nil, fmt.Errorf("system: %s: %w", role, err)
 	}
 	s.conns = append(s.conns, bb)
+	if s.probe == nil {
+		// One write probe per process, through the first connection.
+		if s.probe, err = backbone.NewProbe(backbone.ProbeConfig{Conn: bb, Embedded: s.emb, Logger: s.log}); err != nil {
+			return nil, nil, fmt.Errorf("system: %w", err)
+		}
+	}
 	db, err := store.Open(ctx, bb, store.Config{Logger: log})
 	if err != nil {
 		return nil, nil, fmt.Errorf("system: %s: %w", role, err)
@@ -327,6 +339,10 @@ func (s *System) startControl(ctx context.Context) error {
 	cc.DB, cc.Backbone, cc.Signer, cc.ServerKey = db, bb, s.signer, key
 	cc.Logger = s.log.With("component", "control")
 	cc.Registerer = s.reg
+	cc.Health = s.Health
+	if cc.AllowAnonymous {
+		cc.Logger.Warn("allow-anonymous is on: C0 logs anyone in without an auth token, as any username they choose; never in production")
+	}
 	ctl, err := control.New(cc)
 	if err != nil {
 		return fmt.Errorf("system: %w", err)
@@ -346,11 +362,52 @@ func (s *System) startAdmin() error {
 		return err
 	}
 	s.ready.Admin = s.scheme("http://", "https://") + bound
-	hs := adminServer(adminHandler(s.reg, c.Admin.Key))
+	h, err := admin.New(admin.Config{Key: c.Admin.Key, Gatherer: s.reg, Health: s.Health})
+	if err != nil {
+		return fmt.Errorf("system: %w", err)
+	}
+	hs := adminServer(h)
 	hs.ErrorLog = slog.NewLogLogger(s.log.With("component", "admin").Handler(), slog.LevelWarn)
 	s.servers = append(s.servers, &server{name: "admin", shutdown: hs.Shutdown, close: hs.Close})
 	s.serve("admin", func() error { return hs.Serve(ln) })
 	return nil
+}
+
+// startProbe probes the store once — creating the probe's bucket before
+// anything can close the system — and then runs the probe until Drain or
+// Close. When the embedded NATS server keeps a write error until restart
+// (a full disk), Start fails, or later the probe fails the system (Done,
+// Err wraps backbone.ErrRestartRequired), so that the process exits
+// non-zero and its supervisor restarts it.
+func (s *System) startProbe(ctx context.Context) error {
+	if s.probe == nil {
+		return nil
+	}
+	if err := s.probe.Probe(ctx); errors.Is(err, backbone.ErrRestartRequired) {
+		return fmt.Errorf("system: store: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stop := func() error { cancel(); return nil }
+	s.servers = append(s.servers, &server{name: "store probe", shutdown: func(context.Context) error { return stop() }, close: stop})
+	s.wg.Go(func() {
+		if err := s.probe.Run(ctx); err != nil {
+			s.log.Error("the embedded NATS server cannot write (disk full?) and only a restart recovers: exiting so that a supervisor restarts switchboard; free space first",
+				"err", err)
+			s.fail(fmt.Errorf("system: store: %w", err))
+		}
+	})
+	return nil
+}
+
+// Health reports whether the store accepts writes: the outcome of the
+// last write probe (every backbone.DefaultProbeInterval), an error
+// wrapping backbone.ErrUnwritable when it failed. It is what control's
+// /healthz and the admin listener's /healthz ask. It does no I/O.
+func (s *System) Health(ctx context.Context) error {
+	if s.probe == nil {
+		return nil
+	}
+	return s.probe.Check(ctx)
 }
 
 // Ready returns the real addresses of the listeners, and the other fields

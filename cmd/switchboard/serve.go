@@ -40,6 +40,8 @@ func newServeRoleCmd(r system.Role) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.cfg.NATS.URL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
+	f.StringVar(&o.cfg.NATS.CredentialsFile, "nats-creds", "",
+		"NATS credentials `file`: an nkey seed (a dev data dir's nats-user.nk) or a .creds file (default: $SWITCHBOARD_NATS_CREDS)")
 	f.StringVar(&o.cfg.Admin.Addr, "admin", "", "admin listen address (metrics, pprof); empty disables it")
 	addDataDir(f, o, "./switchboard-"+r.String()+"-data")
 	addCommonFlags(f, o)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control"
 	"github.com/switchboardgg/switchboard/system"
 )
@@ -82,7 +83,7 @@ func runSystem(ctx context.Context, out io.Writer, o *systemOptions) error {
 			done = true
 		case <-sys.Done():
 			runErr = sys.Err()
-			log.Error("a listener failed; shutting down", "err", runErr)
+			log.Error("a role failed; shutting down", "err", runErr)
 			done = true
 		case <-hup:
 			if err := sys.ReloadTLS(); err != nil {
@@ -110,6 +111,9 @@ func printBanner(w io.Writer, cfg system.Config, r system.Ready) {
 		fmt.Fprintln(w, "  admin   ", r.Admin+"/metrics")
 	}
 	fmt.Fprintln(w, "  nats    ", r.NATS)
+	if cfg.NATS.URL == "" {
+		fmt.Fprintln(w, "  nats credentials (for serve --nats-creds):", filepath.Join(cfg.DataDir, backbone.CredentialsFileName))
+	}
 	if r.TLSFingerprint != "" {
 		fmt.Fprintln(w, "  tls sha256", r.TLSFingerprint)
 	}
@@ -159,5 +163,8 @@ func resolveKeys(o *systemOptions) {
 	}
 	if o.cfg.Admin.Key == "" {
 		o.cfg.Admin.Key = os.Getenv("SWITCHBOARD_ADMIN_KEY")
+	}
+	if o.cfg.NATS.CredentialsFile == "" && o.cfg.NATS.URL != "" {
+		o.cfg.NATS.CredentialsFile = os.Getenv("SWITCHBOARD_NATS_CREDS")
 	}
 }

@@ -38,11 +38,15 @@ func Start(t testing.TB, cfg backbone.Config) (*Server, *backbone.Conn) {
 // URL returns the server's client URL.
 func (s *Server) URL() string { return s.Embedded.ClientURL() }
 
-// Connect opens one more connection with cfg (URL is set; a nil Logger
-// discards), closed at the end of the test.
+// Connect opens one more connection with cfg (URL is set, and
+// CredentialsFile when empty; a nil Logger discards), closed at the end
+// of the test.
 func (s *Server) Connect(cfg backbone.Config) *backbone.Conn {
 	s.t.Helper()
 	cfg.URL = s.Embedded.ClientURL()
+	if cfg.CredentialsFile == "" {
+		cfg.CredentialsFile = s.Embedded.CredentialsFile()
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = discard()
 	}
