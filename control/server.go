@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/control/roomsapi"
@@ -163,7 +164,7 @@ func (s *Server) buildMux(routes []httpapi.Route) http.Handler {
 				return
 			}
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			s.unmatched(w, r, &httpapi.Error{Status: http.StatusMethodNotAllowed, Code: httpapi.CodeInvalidArgument,
+			s.unmatched(w, r, &httpapi.Error{Status: http.StatusMethodNotAllowed, Code: api.CodeInvalidArgument,
 				Message: "method " + r.Method + " not allowed here; allowed: " + strings.Join(allow, ", ")})
 		}))
 	}
@@ -261,5 +262,5 @@ func (s *Server) health(_ context.Context, _ *httpapi.Call) (int, any, error) {
 	if !s.bb.NATS().IsConnected() {
 		return 0, nil, httpapi.Unavailable("the NATS backbone is not connected", "")
 	}
-	return http.StatusOK, map[string]string{"status": "ok"}, nil
+	return http.StatusOK, &api.HealthResponse{Status: "ok"}, nil
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/switchboardgg/switchboard/api"
 )
 
 // Session is a login session: what C0 returns. Its fields are plain and
@@ -65,19 +67,8 @@ func Login(ctx context.Context, baseURL, username, authToken string, cfg *Config
 	if err != nil {
 		return nil, err
 	}
-	req := map[string]string{"username": username}
-	if authToken != "" {
-		req["auth_token"] = authToken
-	}
-	var resp struct {
-		AccessToken  string    `json:"access_token"`
-		RefreshToken string    `json:"refresh_token"`
-		ExpiresAt    time.Time `json:"expires_at"`
-		SessionID    string    `json:"session_id"`
-		User         struct {
-			Username string `json:"username"`
-		} `json:"user"`
-	}
+	req := api.LoginRequest{Username: username, AuthToken: authToken}
+	var resp api.SessionResponse
 	if _, err := c.do(ctx, http.MethodPost, "/client/v1/sessions", req, "", &resp); err != nil {
 		return nil, fmt.Errorf("rooms: login: %w", err)
 	}
@@ -89,7 +80,7 @@ func Login(ctx context.Context, baseURL, username, authToken string, cfg *Config
 		Username:     resp.User.Username,
 		AccessToken:  resp.AccessToken,
 		RefreshToken: resp.RefreshToken,
-		ExpiresAt:    resp.ExpiresAt,
+		ExpiresAt:    resp.ExpiresAt.Time,
 	}
 	if c.sess.Username == "" {
 		c.sess.Username = username
@@ -154,12 +145,8 @@ func (c *Client) refresh(ctx context.Context, old string) error {
 	if s.RefreshToken == "" {
 		return fmt.Errorf("rooms: refresh: no refresh token: %w", ErrUnauthenticated)
 	}
-	var resp struct {
-		AccessToken  string    `json:"access_token"`
-		RefreshToken string    `json:"refresh_token"`
-		ExpiresAt    time.Time `json:"expires_at"`
-	}
-	req := map[string]string{"refresh_token": s.RefreshToken}
+	var resp api.SessionResponse
+	req := api.RefreshRequest{RefreshToken: s.RefreshToken}
 	if _, err := c.do(ctx, http.MethodPost, "/client/v1/sessions/refresh", req, "", &resp); err != nil {
 		return fmt.Errorf("rooms: refresh: %w", err)
 	}
@@ -168,7 +155,7 @@ func (c *Client) refresh(ctx context.Context, old string) error {
 	}
 	c.mu.Lock()
 	c.sess.AccessToken = resp.AccessToken
-	c.sess.ExpiresAt = resp.ExpiresAt
+	c.sess.ExpiresAt = resp.ExpiresAt.Time
 	if resp.RefreshToken != "" {
 		c.sess.RefreshToken = resp.RefreshToken
 	}
@@ -269,20 +256,14 @@ func (c *Client) do(ctx context.Context, method, path string, body any, token st
 // [*APIError]. An answer that is not that JSON (a proxy's page) keeps the
 // status with its status text. Package client/backend uses it too.
 func ParseAPIError(status int, data []byte) *APIError {
-	var body struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-			Details struct {
-				Reason string `json:"reason"`
-			} `json:"details"`
-		} `json:"error"`
-	}
+	var body api.ErrorBody
 	e := &APIError{Status: status}
 	if json.Unmarshal(data, &body) == nil && body.Error.Code != "" {
 		e.Code = body.Error.Code
 		e.Message = body.Error.Message
-		e.Reason = body.Error.Details.Reason
+		if body.Error.Details != nil {
+			e.Reason = body.Error.Details.Reason
+		}
 	} else {
 		e.Message = http.StatusText(status)
 	}

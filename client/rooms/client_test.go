@@ -553,7 +553,7 @@ func TestConfigDefaults(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if len(got.Dialer.Protocols) != 1 || got.Dialer.Protocols[0] != Subprotocol {
+	if len(got.Dialer.Protocols) != 1 || got.Dialer.Protocols[0] != roomwire.Subprotocol {
 		t.Errorf("Protocols %v", got.Dialer.Protocols)
 	}
 	if got.Logger == nil || got.Now == nil {

@@ -11,13 +11,6 @@ import (
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
 
-// Subprotocol is the WebSocket subprotocol of the game node.
-const Subprotocol = "im.game.v1"
-
-// ProtocolVersion is the im.game.v1 version this SDK speaks; Join answers
-// it in connect.protocol_version.
-const ProtocolVersion = 1
-
 // Defaults of [Config].
 const (
 	DefaultHeartbeat         = time.Second      // seed: PING every second
@@ -43,7 +36,7 @@ type Config struct {
 	// DefaultHTTPTimeout timeout.
 	HTTPClient *http.Client
 	// Dialer dials game nodes. Nil means a zero ws.Dialer. Its Protocols are
-	// always replaced by [Subprotocol] and its Timeout by HandshakeTimeout
+	// always replaced by [roomwire.Subprotocol] and its Timeout by HandshakeTimeout
 	// when that is shorter or the Dialer has none.
 	Dialer *ws.Dialer
 	// Logger receives connection-level events (never per message, never
@@ -175,7 +168,7 @@ func (c *Config) resolve() (Config, error) {
 	if r.MaxMessageSize < 64<<10+64 {
 		r.MaxMessageSize = 64<<10 + 64 // one SNAPSHOT always fits
 	}
-	r.Dialer.Protocols = []string{Subprotocol}
+	r.Dialer.Protocols = []string{roomwire.Subprotocol}
 	if r.Dialer.Timeout <= 0 || r.Dialer.Timeout > r.HandshakeTimeout {
 		r.Dialer.Timeout = r.HandshakeTimeout
 	}

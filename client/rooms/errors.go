@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
 
@@ -103,25 +104,25 @@ func (e *APIError) Error() string {
 func (e *APIError) Is(target error) bool {
 	switch target {
 	case ErrUnauthenticated:
-		return e.Code == "unauthenticated" || (e.Code == "" && e.Status == 401)
+		return e.Code == api.CodeUnauthenticated || (e.Code == "" && e.Status == 401)
 	case ErrPermissionDenied:
-		return e.Code == "permission_denied" || (e.Code == "" && e.Status == 403)
+		return e.Code == api.CodePermissionDenied || (e.Code == "" && e.Status == 403)
 	case ErrNotFound:
-		return e.Code == "not_found" || (e.Code == "" && e.Status == 404)
+		return e.Code == api.CodeNotFound || (e.Code == "" && e.Status == 404)
 	case ErrInvalidArgument:
-		return e.Code == "invalid_argument"
+		return e.Code == api.CodeInvalidArgument
 	case ErrRateLimited:
-		return e.Code == "rate_limited" || (e.Code == "" && e.Status == 429)
+		return e.Code == api.CodeRateLimited || (e.Code == "" && e.Status == 429)
 	case ErrGameNodeUnavailable:
-		return e.Code == "unavailable" || e.Reason == "game_node_unavailable"
+		return e.Code == api.CodeUnavailable || e.Reason == api.ReasonGameNodeUnavailable
 	case ErrRoomNotOpen:
-		return e.Reason == "room_not_open"
+		return e.Reason == api.ReasonRoomNotOpen
 	case ErrRoomFull:
-		return e.Reason == "room_full"
+		return e.Reason == api.ReasonRoomFull
 	case ErrSeatTaken:
-		return e.Reason == "seat_taken"
+		return e.Reason == api.ReasonSeatTaken
 	case ErrJoinedOnOtherDevice:
-		return e.Reason == "joined_on_other_device"
+		return e.Reason == api.ReasonJoinedOnOtherDevice
 	}
 	return false
 }

@@ -80,7 +80,7 @@ func (c *Client) newRoom(roomID string, opts JoinOptions) *Room {
 
 // hello dials the node of a C1 answer with a HELLO handshake.
 func (r *Room) hello(ctx context.Context, jr *JoinResult) (*wsConn, *roomwire.Welcome, error) {
-	if v := jr.Connect.ProtocolVersion; v != ProtocolVersion {
+	if v := jr.Connect.ProtocolVersion; v != roomwire.Version {
 		return nil, nil, fmt.Errorf("%w: %d", ErrUnsupportedVersion, v)
 	}
 	window := r.cfg.ReconnectWindow

@@ -6,45 +6,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
-
-// TransportWS is the only transport C1 accepts for now.
-const TransportWS = "ws"
-
-// maxTicketLen bounds the ticket field of C1; real tickets are 47 bytes.
-const maxTicketLen = 256
-
-type joinRequest struct {
-	ClientSessionID string `json:"client_session_id"`
-	Ticket          string `json:"ticket"`
-	Transport       string `json:"transport"`
-}
-
-type joinRoomJSON struct {
-	RoomID                 string `json:"room_id"`
-	Status                 string `json:"status"`
-	SyncMode               string `json:"sync_mode"`
-	TickRate               int    `json:"tick_rate"`
-	MaxPlayers             int    `json:"max_players"`
-	ReconnectWindowSeconds int    `json:"reconnect_window_seconds"`
-}
-
-type connectJSON struct {
-	NodeID          string `json:"node_id"`
-	WSURL           string `json:"ws_url"`
-	ConnectTicket   string `json:"connect_ticket"`
-	ProtocolVersion int    `json:"protocol_version"`
-	ExpiresAt       string `json:"expires_at"`
-}
-
-type joinResponse struct {
-	Room    joinRoomJSON `json:"room"`
-	Member  memberJSON   `json:"member"`
-	Connect connectJSON  `json:"connect"`
-}
 
 // join is C1: POST /client/v1/game/rooms/{room_id}/join. The checks run
 // in the order of rooms spec §4: token (done by the endpoint) → fields →
@@ -55,17 +22,17 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 		return 0, nil, httpapi.ErrRateLimited
 	}
 	// Fields.
-	var req joinRequest
+	var req api.JoinRequest
 	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
 	if !httpapi.ValidClientSessionID(req.ClientSessionID) {
-		return 0, nil, httpapi.Invalid("client_session_id must be %d to %d visible ASCII characters", httpapi.MinClientSessionIDLen, httpapi.MaxClientSessionIDLen)
+		return 0, nil, httpapi.Invalid("client_session_id must be %d to %d visible ASCII characters", api.MinClientSessionIDLen, api.MaxClientSessionIDLen)
 	}
-	if len(req.Ticket) > maxTicketLen {
-		return 0, nil, httpapi.Invalid("ticket is longer than %d bytes", maxTicketLen)
+	if len(req.Ticket) > api.MaxTicketLen {
+		return 0, nil, httpapi.Invalid("ticket is longer than %d bytes", api.MaxTicketLen)
 	}
-	if req.Transport != "" && req.Transport != TransportWS {
+	if req.Transport != "" && req.Transport != api.TransportWS {
 		return 0, nil, httpapi.Invalid("transport must be ws")
 	}
 	// Room.
@@ -74,7 +41,7 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 		return 0, nil, err
 	}
 	if room.Status != store.StatusOpen {
-		return 0, nil, httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
+		return 0, nil, httpapi.Conflict("room is not open", api.ReasonRoomNotOpen)
 	}
 	// Ticket. A login session that holds a seat here needs none: C1 again
 	// returns its seat.
@@ -105,7 +72,7 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	room, err = s.db.UpdateRoom(ctx, room.RoomID, func(r *store.Room) error {
 		seat, created = -1, false
 		if r.Status != store.StatusOpen || expired(r, c.Now) {
-			return httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
+			return httpapi.Conflict("room is not open", api.ReasonRoomNotOpen)
 		}
 		if st := r.SeatOfSession(sess.SessionID); st != nil {
 			seat = st.Seat
@@ -124,16 +91,16 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 			return httpapi.Denied("a join ticket is required")
 		}
 		if r.SeatOfUser(sess.Username) != nil {
-			return httpapi.Conflict("this user has joined the room on another device", httpapi.ReasonJoinedOnOtherDevice)
+			return httpapi.Conflict("this user has joined the room on another device", api.ReasonJoinedOnOtherDevice)
 		}
 		n := r.FreeSeat()
 		if ticketSeat != nil {
 			n = *ticketSeat
 			if n >= r.MaxPlayers || r.Seat(n) != nil {
-				return httpapi.Conflict("the seat is taken", httpapi.ReasonSeatTaken)
+				return httpapi.Conflict("the seat is taken", api.ReasonSeatTaken)
 			}
 		} else if n < 0 {
-			return httpapi.Conflict("room is full", httpapi.ReasonRoomFull)
+			return httpapi.Conflict("room is full", api.ReasonRoomFull)
 		}
 		seat, created = n, true
 		r.PutSeat(store.Seat{
@@ -192,7 +159,7 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 		s.log.Warn("join: record room in session", "room", room.RoomID, "err", err)
 	}
 
-	exp := c.Now.Add(ConnectTicketTTL)
+	exp := c.Now.Add(api.ConnectTicketTTL)
 	ticket, err := s.signer.SignConnectTicket(tokens.ConnectTicket{
 		RoomID:          room.RoomID,
 		Seat:            seat,
@@ -209,8 +176,8 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	if created {
 		status = http.StatusCreated
 	}
-	return status, &joinResponse{
-		Room: joinRoomJSON{
+	return status, &api.JoinResponse{
+		Room: api.JoinRoom{
 			RoomID:                 room.RoomID,
 			Status:                 room.Status,
 			SyncMode:               room.SyncMode,
@@ -218,13 +185,13 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 			MaxPlayers:             room.MaxPlayers,
 			ReconnectWindowSeconds: room.ReconnectWindowSeconds,
 		},
-		Member: memberJSON{Seat: seat, Username: sess.Username, Status: store.SeatJoined},
-		Connect: connectJSON{
+		Member: api.Member{Seat: seat, Username: sess.Username, Status: store.SeatJoined},
+		Connect: api.Connect{
 			NodeID:          node.NodeID,
 			WSURL:           node.WSURL,
 			ConnectTicket:   ticket,
-			ProtocolVersion: httpapi.ProtocolVersion,
-			ExpiresAt:       httpapi.TimeJSON(exp),
+			ProtocolVersion: roomwire.Version,
+			ExpiresAt:       api.NewTime(exp),
 		},
 	}, nil
 }
@@ -283,10 +250,6 @@ func (s *Server) unconsumeTicket(ctx context.Context, hash, sessionID string) {
 	}
 }
 
-type leaveResponse struct {
-	Member *memberJSON `json:"member"`
-}
-
 // leave is C2: POST /client/v1/game/rooms/{room_id}/leave, no body. It
 // asks the node to release the seat, or releases it itself when the node
 // is down or does not run the room.
@@ -297,7 +260,7 @@ func (s *Server) leave(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	}
 	id := c.R.PathValue("room_id")
 	left := func(seat int) (int, any, error) {
-		return http.StatusOK, &leaveResponse{Member: &memberJSON{Seat: seat, Username: sess.Username, Status: "left"}}, nil
+		return http.StatusOK, &api.LeaveResponse{Member: &api.Member{Seat: seat, Username: sess.Username, Status: "left"}}, nil
 	}
 	var room *store.Room
 	if httpapi.ValidRoomID(id) {
@@ -316,7 +279,7 @@ func (s *Server) leave(ctx context.Context, c *httpapi.Call) (int, any, error) {
 			s.markLeft(ctx, sess.SessionID, id)
 			return left(e.Seat)
 		}
-		return http.StatusOK, &leaveResponse{}, nil
+		return http.StatusOK, &api.LeaveResponse{}, nil
 	}
 	seat := st.Seat
 	if room.Status != store.StatusClosed {
@@ -348,16 +311,6 @@ func (s *Server) markLeft(ctx context.Context, sessionID, id string) {
 	}
 }
 
-type currentRoomJSON struct {
-	RoomID string `json:"room_id"`
-	Status string `json:"status"`
-}
-
-type currentResponse struct {
-	Room   *currentRoomJSON `json:"room"`
-	Member *memberJSON      `json:"member"`
-}
-
 // current is C3: GET /client/v1/game/current, the newest room in which
 // this login session holds a seat and that is not closed.
 func (s *Server) current(ctx context.Context, c *httpapi.Call) (int, any, error) {
@@ -378,10 +331,10 @@ func (s *Server) current(ctx context.Context, c *httpapi.Call) (int, any, error)
 		if st == nil || r.Status == store.StatusClosed {
 			continue
 		}
-		return http.StatusOK, &currentResponse{
-			Room:   &currentRoomJSON{RoomID: r.RoomID, Status: r.Status},
-			Member: &memberJSON{Seat: st.Seat, Username: st.Username, Status: st.Status},
+		return http.StatusOK, &api.CurrentResponse{
+			Room:   &api.CurrentRoom{RoomID: r.RoomID, Status: r.Status},
+			Member: &api.Member{Seat: st.Seat, Username: st.Username, Status: st.Status},
 		}, nil
 	}
-	return http.StatusOK, &currentResponse{}, nil
+	return http.StatusOK, &api.CurrentResponse{}, nil
 }
