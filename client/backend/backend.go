@@ -1,47 +1,42 @@
 package backend
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/switchboardgg/switchboard/api"
-	"github.com/switchboardgg/switchboard/client/rooms"
+	"github.com/switchboardgg/switchboard/client/session"
 )
 
-// maxResponseBytes bounds the body of an answer the client reads.
-const maxResponseBytes = 4 << 20
+// MaxResponseBytes bounds the body of an answer the client reads: a page
+// of 200 rooms with their metadata fits.
+const MaxResponseBytes = 4 << 20
 
-// Client calls the server API of one Switchboard deployment.
+// Client calls the server API of one Switchboard deployment. It keeps no
+// state beyond its configuration and is safe for concurrent use.
 type Client struct {
-	base string
-	key  string
-	http *http.Client
+	// immutable after New
+	caller *session.Caller
+	key    string
 }
 
 // New returns a Client for the API at baseURL (such as
 // "http://127.0.0.1:7700") authenticating with serverKey. A nil httpClient
-// means http.DefaultClient.
+// means one with session.DefaultHTTPTimeout.
 func New(baseURL, serverKey string, httpClient *http.Client) (*Client, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("backend: base URL %q is not an http(s) URL", baseURL)
-	}
 	if serverKey == "" {
-		return nil, errors.New("backend: empty server key")
+		return nil, errors.New("empty server key")
 	}
-	if httpClient == nil {
-		httpClient = http.DefaultClient
+	caller, err := session.NewCaller(baseURL, &session.Config{HTTPClient: httpClient, MaxResponseBytes: MaxResponseBytes})
+	if err != nil {
+		return nil, err
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), key: serverKey, http: httpClient}, nil
+	return &Client{caller: caller, key: serverKey}, nil
 }
 
 // Room is the room object of the server API.
@@ -148,41 +143,8 @@ func (c *Client) Kick(ctx context.Context, roomID string, seat int, reason strin
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("backend: encode request: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return fmt.Errorf("backend: %s %s: %w", method, path, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("backend: %s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return fmt.Errorf("backend: %s %s: read answer: %w", method, path, err)
-	}
-	if resp.StatusCode >= 300 {
-		return rooms.ParseAPIError(resp.StatusCode, data)
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("backend: %s %s: decode answer: %w", method, path, err)
-	}
-	return nil
+	_, err := c.caller.Do(ctx, method, path, c.key, body, out)
+	return err
 }
 
 // ListNodes returns the live game nodes.

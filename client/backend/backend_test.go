@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
+	"github.com/switchboardgg/switchboard/client/session"
 	"github.com/switchboardgg/switchboard/internal/teststack"
 )
 
@@ -86,7 +88,21 @@ func TestGetRoomAfterClose(t *testing.T) {
 		t.Fatalf("got members %v, created_at %v", got.Members, got.Room.CreatedAt)
 	}
 	_, err = s.Backend.GetRoom(ctx, "no-such-room")
-	if !errors.Is(err, rooms.ErrNotFound) {
+	if !errors.Is(err, session.ErrNotFound) || !errors.Is(err, rooms.ErrNotFound) {
 		t.Fatalf("unknown room: got %v, want ErrNotFound", err)
+	}
+}
+
+// TestErrorText: the text of an error names the call and the answer,
+// never the SDK's packages (it used to read "rooms: http 404 …").
+func TestErrorText(t *testing.T) {
+	s := startStack(t)
+	_, _, err := s.Backend.CreateTicket(t.Context(), "no-such-room", backend.TicketRequest{Username: "alice"})
+	want := "POST /server/v1/game/rooms/no-such-room/tickets: http 404 not_found: room not found"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	if _, err := backend.New("127.0.0.1:1", "key", nil); err == nil || strings.Contains(err.Error(), "backend:") {
+		t.Fatalf("bad base URL: got %v", err)
 	}
 }

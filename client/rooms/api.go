@@ -69,9 +69,9 @@ func (c *Client) Join(ctx context.Context, roomID string, opts JoinOptions) (*Jo
 	}
 	body := api.JoinRequest{ClientSessionID: csid, Ticket: opts.Ticket, Transport: api.TransportWS}
 	var res JoinResult
-	status, err := c.authed(ctx, http.MethodPost, "/client/v1/game/rooms/"+url.PathEscape(roomID)+"/join", body, &res)
+	status, err := c.sc.Do(ctx, http.MethodPost, "/client/v1/game/rooms/"+url.PathEscape(roomID)+"/join", body, &res)
 	if err != nil {
-		return nil, fmt.Errorf("rooms: join %s: %w", roomID, err)
+		return nil, fmt.Errorf("join %s: %w", roomID, err)
 	}
 	res.Created = status == http.StatusCreated
 	res.ClientSessionID = csid
@@ -83,8 +83,8 @@ func (c *Client) Join(ctx context.Context, roomID string, opts JoinOptions) (*Jo
 // A connected [Room] uses [Room.Leave], which says LEAVE on the socket first.
 func (c *Client) Leave(ctx context.Context, roomID string) (*MemberInfo, error) {
 	var res api.LeaveResponse
-	if _, err := c.authed(ctx, http.MethodPost, "/client/v1/game/rooms/"+url.PathEscape(roomID)+"/leave", nil, &res); err != nil {
-		return nil, fmt.Errorf("rooms: leave %s: %w", roomID, err)
+	if _, err := c.sc.Do(ctx, http.MethodPost, "/client/v1/game/rooms/"+url.PathEscape(roomID)+"/leave", nil, &res); err != nil {
+		return nil, fmt.Errorf("leave %s: %w", roomID, err)
 	}
 	return res.Member, nil
 }
@@ -94,8 +94,8 @@ func (c *Client) Leave(ctx context.Context, roomID string) (*MemberInfo, error) 
 // then Connect with that room ID, no ticket and a new ClientSessionID.
 func (c *Client) Current(ctx context.Context) (*CurrentResult, error) {
 	var res CurrentResult
-	if _, err := c.authed(ctx, http.MethodGet, "/client/v1/game/current", nil, &res); err != nil {
-		return nil, fmt.Errorf("rooms: current: %w", err)
+	if _, err := c.sc.Do(ctx, http.MethodGet, "/client/v1/game/current", nil, &res); err != nil {
+		return nil, fmt.Errorf("current: %w", err)
 	}
 	return &res, nil
 }
@@ -110,11 +110,11 @@ func NewClientSessionID() string {
 
 func checkClientSessionID(s string) error {
 	if len(s) < api.MinClientSessionIDLen || len(s) > api.MaxClientSessionIDLen {
-		return fmt.Errorf("rooms: client_session_id must be %d–%d characters: %w", api.MinClientSessionIDLen, api.MaxClientSessionIDLen, ErrInvalidArgument)
+		return fmt.Errorf("client_session_id must be %d–%d characters: %w", api.MinClientSessionIDLen, api.MaxClientSessionIDLen, ErrInvalidArgument)
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x21 || s[i] > 0x7E {
-			return fmt.Errorf("rooms: client_session_id must be visible ASCII: %w", ErrInvalidArgument)
+			return fmt.Errorf("client_session_id must be visible ASCII: %w", ErrInvalidArgument)
 		}
 	}
 	return nil

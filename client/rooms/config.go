@@ -8,6 +8,7 @@ import (
 
 	"github.com/gobwas/ws"
 
+	"github.com/switchboardgg/switchboard/client/session"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
 
@@ -17,14 +18,14 @@ const (
 	DefaultSilenceTimeout    = 5 * time.Second  // seed: 5 s without a message is a disconnect
 	DefaultHandshakeTimeout  = 10 * time.Second // the node waits 10 s for a handshake too
 	DefaultWriteTimeout      = 5 * time.Second
-	DefaultHTTPTimeout       = 15 * time.Second
-	DefaultRefreshBefore     = time.Minute
+	DefaultHTTPTimeout       = session.DefaultHTTPTimeout
+	DefaultRefreshBefore     = session.DefaultRefreshBefore
 	DefaultReconnectWindow   = 60 * time.Second // when Join does not say
 	DefaultFrameBuffer       = 64               // about a second at 60 ticks/s; a full FRAME_BATCH waits on the game
 	DefaultEventBuffer       = 32
 	DefaultMaxSendQueueBytes = 256 << 10
 	DefaultMaxMessageSize    = 1 << 20
-	DefaultMaxResponseBytes  = 1 << 20
+	DefaultMaxResponseBytes  = session.DefaultMaxResponseBytes
 	DefaultSDKVersion        = "go/0.1"
 )
 
@@ -145,7 +146,7 @@ func (c *Config) resolve() (Config, error) {
 		r.SDKVersion = DefaultSDKVersion
 	}
 	if len(r.SDKVersion) > roomwire.MaxSDKVersionLen {
-		return r, fmt.Errorf("rooms: sdk version longer than %d bytes", roomwire.MaxSDKVersionLen)
+		return r, fmt.Errorf("sdk version longer than %d bytes", roomwire.MaxSDKVersionLen)
 	}
 	setDur(&r.Heartbeat, DefaultHeartbeat)
 	setDur(&r.SilenceTimeout, DefaultSilenceTimeout)
@@ -173,6 +174,18 @@ func (c *Config) resolve() (Config, error) {
 		r.Dialer.Timeout = r.HandshakeTimeout
 	}
 	return r, nil
+}
+
+// sessionConfig is the part of a resolved c that its login session uses.
+func (c *Config) sessionConfig() *session.Config {
+	return &session.Config{
+		HTTPClient:       c.HTTPClient,
+		MaxResponseBytes: c.MaxResponseBytes,
+		RefreshBefore:    c.RefreshBefore,
+		SessionChanged:   c.SessionChanged,
+		Logger:           c.Logger,
+		Now:              c.Now,
+	}
 }
 
 func setDur(d *time.Duration, def time.Duration) {
