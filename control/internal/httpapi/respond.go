@@ -97,7 +97,11 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 
 // DecodeBody decodes the JSON object in r's body into v. The body is
 // limited to max bytes; unknown fields, trailing data, wrong types and
-// malformed JSON are all 400 invalid_argument. An empty body decodes as {}.
+// malformed JSON are all 400 invalid_argument, and so is what
+// encoding/json would let through but a strict parser refuses or reads
+// differently (see checkStrict): text that is not UTF-8, an unpaired
+// surrogate escape, a duplicate key, a field name in another case. An
+// empty body decodes as {}.
 func DecodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
@@ -119,6 +123,9 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error 
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Invalid("request body must hold a single JSON object")
+	}
+	if err := checkStrict(body, v); err != nil {
+		return err
 	}
 	return nil
 }
