@@ -1,7 +1,5 @@
 package api
 
-import "net/http"
-
 // Error codes: error.code of the error envelope (rooms spec §2). Each code
 // has one HTTP status, [StatusOf].
 const (
@@ -68,21 +66,21 @@ type ErrorDetails struct {
 func StatusOf(code string) (int, bool) {
 	switch code {
 	case CodeInvalidArgument:
-		return http.StatusBadRequest, true
+		return 400, true
 	case CodeUnauthenticated:
-		return http.StatusUnauthorized, true
+		return 401, true
 	case CodePermissionDenied:
-		return http.StatusForbidden, true
+		return 403, true
 	case CodeNotFound:
-		return http.StatusNotFound, true
+		return 404, true
 	case CodeConflict:
-		return http.StatusConflict, true
+		return 409, true
 	case CodeRateLimited:
-		return http.StatusTooManyRequests, true
+		return 429, true
 	case CodeInternal:
-		return http.StatusInternalServerError, true
+		return 500, true
 	case CodeUnavailable:
-		return http.StatusServiceUnavailable, true
+		return 503, true
 	}
 	return 0, false
 }
