@@ -3,14 +3,15 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
 
 // checkStrict rejects what encoding/json accepts but other parsers refuse
-// or read differently, in a body that decoded into v without error:
+// or read differently, in a body that decoded into v without error (so it
+// is one valid JSON value):
 //
 //   - bytes that are not UTF-8 (RFC 8259 §8.1), and \u escapes of an
 //     unpaired UTF-16 surrogate, which encoding/json turns into U+FFFD.
@@ -20,91 +21,86 @@ import (
 //     last, other parsers the first or neither (RFC 8259 §4);
 //   - a field of v named in another case ("Room_ID"), which encoding/json
 //     matches to room_id.
+//
+// It is one pass over the body that allocates only for escaped keys and
+// objects of many keys: it runs on every request.
 func checkStrict(body []byte, v any) error {
 	if !utf8.Valid(body) {
 		return Invalid("request body is not valid UTF-8")
 	}
-	if hasLoneSurrogate(body) {
-		return Invalid("request body holds a \\u escape of an unpaired UTF-16 surrogate")
+	t := reflect.TypeOf(v)
+	if t != nil && (t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct) {
+		t = nil
 	}
-	fields := jsonFields(reflect.TypeOf(v))
-	type object struct {
-		keys      map[string]struct{}
+	type frame struct {
+		object    bool
 		expectKey bool
+		start     int // of its keys in keys
 	}
-	var stack []*object // nil entries are arrays
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return Invalid("malformed JSON") // ruled out by the decode before
-		}
-		var top *object
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if key, ok := tok.(string); ok && top != nil && top.expectKey {
-			if _, dup := top.keys[key]; dup {
-				return Invalid("key %s appears twice in one object", quoteName(key))
+	var (
+		frameBuf [8]frame
+		stack    = frameBuf[:0]
+		keyBuf   [16][]byte
+		keys     = keyBuf[:0] // the keys of the open objects, innermost last
+	)
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '{':
+			stack = append(stack, frame{object: true, expectKey: true, start: len(keys)})
+		case '[':
+			stack = append(stack, frame{})
+		case ',':
+			if top := &stack[len(stack)-1]; top.object {
+				top.expectKey = true
 			}
-			top.keys[key] = struct{}{}
-			top.expectKey = false
-			if len(stack) == 1 && fields != nil {
-				if _, ok := fields[key]; !ok {
-					for f := range fields {
-						if strings.EqualFold(f, key) {
-							return Invalid("unknown field %s (field names are case-sensitive: %s)", quoteName(key), f)
-						}
+		case ']':
+			stack = stack[:len(stack)-1]
+		case '}':
+			top := stack[len(stack)-1]
+			if k := duplicate(keys[top.start:]); k != nil {
+				return Invalid("key %s appears twice in one object", quoteName(string(k)))
+			}
+			keys = keys[:top.start]
+			stack = stack[:len(stack)-1]
+		case '"':
+			end, escaped, lone := scanString(body, i)
+			if lone {
+				return Invalid("request body holds a \\u escape of an unpaired UTF-16 surrogate")
+			}
+			if n := len(stack); n > 0 && stack[n-1].expectKey {
+				stack[n-1].expectKey = false
+				key := body[i+1 : end]
+				if escaped {
+					var s string
+					if err := json.Unmarshal(body[i:end+1], &s); err != nil {
+						return Invalid("malformed JSON") // ruled out by the decode before
+					}
+					key = []byte(s)
+				}
+				keys = append(keys, key)
+				if n == 1 && t != nil {
+					if name, exact := fieldNamed(t.Elem(), key); !exact {
+						return Invalid("unknown field %s (field names are case-sensitive: %s)", quoteName(string(key)), name)
 					}
 				}
 			}
-			continue
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &object{keys: make(map[string]struct{}), expectKey: true})
-			continue
-		case json.Delim('['):
-			stack = append(stack, nil)
-			continue
-		case json.Delim('}'), json.Delim(']'):
-			stack = stack[:len(stack)-1]
-			if len(stack) == 0 {
-				continue
-			}
-			top = stack[len(stack)-1]
-		}
-		if top != nil {
-			top.expectKey = true // a value ended; a key or } comes next
+			i = end
 		}
 	}
+	return nil
 }
 
-// quoteName quotes a key for an error message, cut to 64 bytes.
-func quoteName(k string) string {
-	if len(k) > 64 {
-		k = strings.ToValidUTF8(k[:64], "") + "…"
-	}
-	return `"` + k + `"`
-}
-
-// hasLoneSurrogate reports whether the string literals of the valid JSON
-// text b hold a \u escape of a UTF-16 surrogate that is not a high one
-// followed by a low one.
-func hasLoneSurrogate(b []byte) bool {
-	inString := false
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch {
-		case !inString:
-			inString = c == '"'
-		case c == '"':
-			inString = false
-		case c == '\\':
+// scanString returns the index of the quote that ends the string literal
+// starting at b[start], whether it holds escapes, and whether one of them
+// is a \u escape of a UTF-16 surrogate that is not a high one followed by
+// a low one. b is valid JSON.
+func scanString(b []byte, start int) (end int, escaped, lone bool) {
+	for i := start + 1; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			return i, escaped, lone
+		case '\\':
+			escaped = true
 			i++
 			if b[i] != 'u' {
 				continue
@@ -113,19 +109,21 @@ func hasLoneSurrogate(b []byte) bool {
 			i += 4
 			switch {
 			case r >= 0xDC00 && r <= 0xDFFF:
-				return true
+				lone = true
 			case r >= 0xD800 && r <= 0xDBFF:
 				if i+6 >= len(b) || b[i+1] != '\\' || b[i+2] != 'u' {
-					return true
+					lone = true
+					continue
 				}
 				if lo := hex4(b[i+3 : i+7]); lo < 0xDC00 || lo > 0xDFFF {
-					return true
+					lone = true
+					continue
 				}
 				i += 6
 			}
 		}
 	}
-	return false
+	return len(b) - 1, escaped, lone
 }
 
 // hex4 decodes 4 hex digits, which valid JSON guarantees.
@@ -145,27 +143,58 @@ func hex4(b []byte) rune {
 	return r
 }
 
-// jsonFields returns the JSON names of the fields of the struct t points
-// to, or nil when t is not a pointer to a struct.
-func jsonFields(t reflect.Type) map[string]struct{} {
-	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+// duplicate returns a key that keys holds twice, or nil. Few keys are
+// compared pairwise; many are sorted (in place: the caller drops them).
+func duplicate(keys [][]byte) []byte {
+	if len(keys) <= 16 {
+		for i := range keys {
+			for j := i + 1; j < len(keys); j++ {
+				if bytes.Equal(keys[i], keys[j]) {
+					return keys[i]
+				}
+			}
+		}
 		return nil
 	}
-	st := t.Elem()
-	m := make(map[string]struct{}, st.NumField())
+	slices.SortFunc(keys, bytes.Compare)
+	for i := 1; i < len(keys); i++ {
+		if bytes.Equal(keys[i-1], keys[i]) {
+			return keys[i]
+		}
+	}
+	return nil
+}
+
+// fieldNamed returns the JSON name of the field of struct type st that
+// key names: exactly, or else in another case (encoding/json matches
+// both).
+func fieldNamed(st reflect.Type, key []byte) (name string, exact bool) {
 	for i := range st.NumField() {
 		f := st.Field(i)
 		if !f.IsExported() {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch name {
+		n, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch n {
 		case "-":
 			continue
 		case "":
-			name = f.Name
+			n = f.Name
 		}
-		m[name] = struct{}{}
+		if string(key) == n {
+			return n, true
+		}
+		if name == "" && strings.EqualFold(string(key), n) {
+			name = n
+		}
 	}
-	return m
+	return name, false
+}
+
+// quoteName quotes a key for an error message, cut to 64 bytes.
+func quoteName(k string) string {
+	if len(k) > 64 {
+		k = strings.ToValidUTF8(k[:64], "") + "…"
+	}
+	return `"` + k + `"`
 }

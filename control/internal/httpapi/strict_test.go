@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 )
 
-func TestHasLoneSurrogate(t *testing.T) {
+func TestLoneSurrogates(t *testing.T) {
 	for text, want := range map[string]bool{
 		`"plain"`:                   false,
 		`"\ud83d\ude00"`:            false,
@@ -18,24 +20,55 @@ func TestHasLoneSurrogate(t *testing.T) {
 		`"\ud800\ud800"`:            true,
 		`{"\ud800": 1}`:             true,
 		`["x", "\u0041", "\ud7ff"]`: false,
-		`"\ue000" "\ud800`:          false, // not valid JSON: never passed
 	} {
 		if !json.Valid([]byte(text)) {
-			continue
+			t.Fatalf("%s is not valid JSON", text)
 		}
-		if got := hasLoneSurrogate([]byte(text)); got != want {
-			t.Errorf("%s: got %v, want %v", text, got, want)
+		err := checkStrict([]byte(text), nil)
+		if got := err != nil; got != want {
+			t.Errorf("%s: got %v, want rejected %v", text, err, want)
 		}
 	}
 }
 
-func FuzzHasLoneSurrogate(f *testing.F) {
-	for _, s := range []string{`"\ud800"`, `"\ud83d\ude00"`, `{"a":"\\u"}`, `[1,"\udfff"]`} {
+func TestDuplicateKeys(t *testing.T) {
+	many := func(dupAt int) string {
+		var sb strings.Builder
+		sb.WriteString("{")
+		for i := range 40 {
+			fmt.Fprintf(&sb, `"k%d": %d, `, i, i)
+		}
+		if dupAt >= 0 {
+			fmt.Fprintf(&sb, `"k%d": 0, `, dupAt)
+		}
+		sb.WriteString(`"z": {"k1": [1, {"k1": 2}]}}`)
+		return sb.String()
+	}
+	for text, want := range map[string]bool{
+		`{"a": 1, "b": {"a": 2}}`:     false,
+		`{"a": 1, "a": 2}`:            true,
+		`{"a": 1, "\u0061": 2}`:       true, // the same key, escaped
+		`[{"a": 1}, {"a": 1}]`:        false,
+		`{"a": [{"b": 1, "b": 1}]}`:   true,
+		`{"a": "}", "b": "{\"a\""}`:   false, // braces inside strings
+		`{"a": {}, "b": [], "c": {}}`: false,
+		many(-1):                      false,
+		many(7):                       true,
+	} {
+		err := checkStrict([]byte(text), nil)
+		if got := err != nil; got != want {
+			t.Errorf("%.60s: got %v, want rejected %v", text, err, want)
+		}
+	}
+}
+
+func FuzzCheckStrict(f *testing.F) {
+	for _, s := range []string{`"\ud800"`, `"\ud83d\ude00"`, `{"a":"\\u","a":1}`, `[1,"\udfff",{"x":{}}]`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if json.Valid([]byte(s)) {
-			hasLoneSurrogate([]byte(s)) // must not panic on any valid JSON
+			_ = checkStrict([]byte(s), nil) // must not panic on any valid JSON
 		}
 	})
 }
