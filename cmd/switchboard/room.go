@@ -121,7 +121,12 @@ func newRoomCreateCmd() *cobra.Command {
 				req.RoomID = args[0]
 			}
 			req.TickRate, req.MaxPlayers, req.ReconnectWindowSeconds = &tick, &players, &window
-			req.MaxDurationSeconds, req.SnapshotIntervalFrames = &duration, &snapshot
+			if cmd.Flags().Changed("max-duration") {
+				req.MaxDurationSeconds = &duration
+			}
+			if cmd.Flags().Changed("snapshot-interval") {
+				req.SnapshotIntervalFrames = &snapshot
+			}
 			if metadata != "" {
 				req.Metadata = json.RawMessage(metadata)
 			}
@@ -140,7 +145,7 @@ func newRoomCreateCmd() *cobra.Command {
 	f.StringVar(&req.StartMode, "start-mode", "all_ready", "all_ready, auto or manual")
 	f.StringVar(&req.Access, "access", "ticket", "ticket or open")
 	f.IntVar(&window, "reconnect-window", api.DefaultReconnectWindowSeconds, "seconds a seat waits for its player to come back, 0–600")
-	f.IntVar(&duration, "max-duration", api.DefaultMaxDurationSeconds, "seconds before the room closes as expired")
+	f.IntVar(&duration, "max-duration", api.DefaultMaxDurationSeconds, "seconds before the room closes as expired (default: the server's)")
 	f.IntVar(&snapshot, "snapshot-interval", 0, "frames between snapshots, 0 = off")
 	f.StringVar(&req.Region, "region", "", "place the room on a node of this region")
 	f.StringVar(&metadata, "metadata", "", "a JSON object kept with the room")
