@@ -8,7 +8,8 @@ import (
 // TestCLIRoomGetShowsClose: `room get` shows the room's node, its
 // close_reason and the result given to `room close`. It used to drop all
 // three (the backend client's Room had no close_reason, and the server
-// returned the result nowhere).
+// returned the result nowhere). `room create --reconnect-window 0` asks
+// for 0, which the backend client used to drop.
 func TestCLIRoomGetShowsClose(t *testing.T) {
 	dir := t.TempDir()
 	p := start(t, "dev", "--api", "127.0.0.1:0", "--node", "127.0.0.1:0", "--admin", "", "--nats", "127.0.0.1:0", "--data-dir", dir)
@@ -16,7 +17,15 @@ func TestCLIRoomGetShowsClose(t *testing.T) {
 	if err := writeReady(rf, p.ready); err != nil {
 		t.Fatal(err)
 	}
-	cli(t, rf, false, "room", "create", "get-1", "--sync-mode", "relay", "--tick-rate", "0", "--max-players", "2", "--start-mode", "auto")
+	out := cli(t, rf, false, "room", "create", "get-1", "--sync-mode", "relay", "--tick-rate", "0", "--max-players", "2", "--start-mode", "auto", "--reconnect-window", "0")
+	var created struct {
+		Room struct {
+			ReconnectWindowSeconds *int `json:"reconnect_window_seconds"`
+		} `json:"room"`
+	}
+	if err := json.Unmarshal([]byte(out), &created); err != nil || created.Room.ReconnectWindowSeconds == nil || *created.Room.ReconnectWindowSeconds != 0 {
+		t.Fatalf("room create --reconnect-window 0: %v\n%s", err, out)
+	}
 
 	type getOut struct {
 		Room struct {
@@ -32,7 +41,7 @@ func TestCLIRoomGetShowsClose(t *testing.T) {
 		} `json:"node"`
 	}
 	var got getOut
-	out := cli(t, rf, false, "room", "get", "get-1")
+	out = cli(t, rf, false, "room", "get", "get-1")
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("room get: %v\n%s", err, out)
 	}
