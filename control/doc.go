@@ -1,16 +1,19 @@
-// Package control serves every HTTP API of Switchboard's rooms pillar:
-// player login and renewal (C0), join, leave and find-my-room (C1–C3),
-// the server API of game backends under /server/v1, and /healthz. The
-// endpoints, their JSON and their limits are documented in docs/api.md.
+// Package control serves every HTTP API of Switchboard: it owns the mux
+// and the route table, authentication (server API key, access tokens),
+// player login and renewal (C0), auth tokens, the node list and drain,
+// and /healthz. It mounts the APIs of the pillars beside its own routes:
+// today package roomsapi (C1–C3 and the server room API under
+// /server/v1/game/rooms); /relay/v1 will be mounted the same way. The
+// HTTP plumbing they share (endpoint wrapper, error JSON, body decoding,
+// rate limiter, metrics) is control/internal/httpapi. The endpoints, their
+// JSON and their limits are documented in docs/api.md.
 //
-// control keeps no state of its own: rooms, seats, login sessions, join
-// tickets and the node registry live in package store's buckets, so any
-// number of control processes can serve the same deployment. Seats are
-// taken with one compare-and-set of the room record, so concurrent joins
-// never give one seat twice. Commands to game nodes (admit, start, close,
-// kick, leave) go over the NATS backbone; when a node does not answer,
-// control answers 503 game_node_unavailable or, where the spec lets it,
-// updates the record itself (C2, kick, close).
+// control keeps no state of its own: login sessions and the node
+// registry live in package store's buckets, so any number of control
+// processes can serve the same deployment. The mounted APIs say what
+// they keep and how (package roomsapi: rooms, seats, join tickets, and
+// the commands to game nodes). Request bodies are decoded strictly (see
+// docs/api.md, conventions).
 //
 // It does not own the data plane: game nodes (package node) run the
 // rooms and their sockets.

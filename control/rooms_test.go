@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 )
 
@@ -44,7 +45,7 @@ func TestCreateRoom(t *testing.T) {
 		"reconnect_window_seconds": 600, "max_duration_seconds": 86400})
 	want(t, r, 201)
 	room = r.obj("room")
-	if id, _ := room["room_id"].(string); !validRoomID(id) || room["tick_rate"] != 0.0 || room["access"] != "open" || room["reconnect_window_seconds"] != 600.0 {
+	if id, _ := room["room_id"].(string); !httpapi.ValidRoomID(id) || room["tick_rate"] != 0.0 || room["access"] != "open" || room["reconnect_window_seconds"] != 600.0 {
 		t.Errorf("room: %s", r.raw)
 	}
 }

@@ -158,21 +158,3 @@ func TestLoginRateLimit(t *testing.T) {
 	e.clock.Advance(time.Second)
 	want(t, e.do("POST", "/client/v1/sessions", "", body), 201)
 }
-
-func TestKeyedLimiterBounded(t *testing.T) {
-	l := newKeyedLimiter(1, 1, 10)
-	now := time.Unix(1000, 0)
-	for i := range 100 {
-		l.allow(itoa(int64(i)), now.Add(time.Duration(i)*time.Millisecond))
-		if len(l.keys) > 10 {
-			t.Fatalf("limiter holds %d keys, limit 10", len(l.keys))
-		}
-	}
-	if !l.allow("new", now) || l.allow("new", now) {
-		t.Fatal("burst of 1 not enforced")
-	}
-	var off *keyedLimiter = newKeyedLimiter(-1, 1, 10)
-	if off != nil || !off.allow("x", now) {
-		t.Fatal("negative rate must turn the limiter off")
-	}
-}

@@ -50,7 +50,7 @@ func TestCLIForPeople(t *testing.T) {
 
 	t.Run("room watch", func(t *testing.T) {
 		tick := 10
-		if _, err := be.CreateRoom(ctx, backend.CreateRoomRequest{RoomID: "watch-1", SyncMode: "frame", TickRate: tick, MaxPlayers: 2, StartMode: "auto"}); err != nil {
+		if _, err := be.CreateRoom(ctx, backend.CreateRoomRequest{RoomID: "watch-1", SyncMode: "frame", TickRate: &tick, MaxPlayers: new(2), StartMode: "auto"}); err != nil {
 			t.Fatal(err)
 		}
 		out := new(syncBuffer)

@@ -35,7 +35,7 @@ func TestDevDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: 2, StartMode: "auto"})
+	before, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: new(2), StartMode: "auto"})
 	if err != nil {
 		t.Fatalf("create room with room on disk: %v", err)
 	}
@@ -57,7 +57,7 @@ func TestDevDiskFull(t *testing.T) {
 		default:
 		}
 		wctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		_, failedWrite = be.CreateRoom(wctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: 2, StartMode: "auto"})
+		_, failedWrite = be.CreateRoom(wctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: new(2), StartMode: "auto"})
 		cancel()
 	}
 	if failedWrite == nil {
@@ -86,10 +86,10 @@ func TestDevDiskFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := be.GetRoom(ctx, before.RoomID); err != nil {
+	if _, err := be.GetRoom(ctx, before.RoomID); err != nil {
 		t.Errorf("room created before the disk filled, after the restart: %v", err)
 	}
-	if _, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: 2, StartMode: "auto"}); err != nil {
+	if _, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: new(2), StartMode: "auto"}); err != nil {
 		t.Errorf("create room after the restart: %v", err)
 	}
 	for _, u := range []string{p.ready.API + "/healthz", p.ready.Admin + "/healthz"} {

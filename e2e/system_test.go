@@ -53,7 +53,7 @@ func runToExit(t *testing.T, args ...string) (string, error) {
 func createRoomOn(t *testing.T, ctx context.Context, be *backend.Client) *backend.Room {
 	t.Helper()
 	for {
-		room, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: 2, StartMode: "auto"})
+		room, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: new(2), StartMode: "auto"})
 		if err == nil {
 			return room
 		}

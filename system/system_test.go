@@ -116,7 +116,7 @@ func createRoom(t *testing.T, be *backend.Client) *backend.Room {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	for {
-		room, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: 2, StartMode: "auto"})
+		room, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: new(2), StartMode: "auto"})
 		if err == nil {
 			return room
 		}
