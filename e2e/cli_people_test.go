@@ -37,7 +37,7 @@ func TestCLIForPeople(t *testing.T) {
 	// Logins refill once every 1,000 s: the bucket's burst (20) is all
 	// there is, as when bench rooms met dev's login limit.
 	p := start(t, "dev", "--api", "127.0.0.1:0", "--node", "127.0.0.1:0", "--admin", "", "--nats", "127.0.0.1:0",
-		"--data-dir", dir, "--login-rate", "0.001")
+		"--data-dir", dir, "--login-rate", "0.001", "--login-burst", "20")
 	rf := dir + "/ready-cli.json"
 	if err := writeReady(rf, p.ready); err != nil {
 		t.Fatal(err)

@@ -30,8 +30,8 @@ func newBenchRoomsCmd() *cobra.Command {
 running server, joins a bot to every seat (the same Go SDK games use), and once
 all have joined measures for --duration: players connected, frames/s delivered,
 input→frame latency, and — from the server's /metrics — tick lateness and server
-CPU. Start the server with --login-rate -1 so that one machine may log in
-thousands of bots. It exits non-zero when a player failed to join or play,
+CPU. switchboard dev allows one machine thousands of logins a second; a
+server started with serve control needs --login-rate -1 for that. It exits non-zero when a player failed to join or play,
 or frames arrived out of order, and prints the reasons, counted. See
 docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
