@@ -82,7 +82,7 @@ const (
 var kindClass = [256]uint8{
 	KindHello: classStream, KindWelcome: classStream, KindPeerSet: classStream, KindPeerEvents: classStream,
 	KindError: classStream, KindPing: classStream | classDatagram, KindPong: classStream | classDatagram,
-	KindGoodbye: classStream,
+	KindGoodbye:    classStream,
 	KindMessage:    classStream | classRouted | classBroadcast,
 	KindRequest:    classStream | classRouted,
 	KindResponse:   classStream | classRouted,
