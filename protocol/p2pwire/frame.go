@@ -76,21 +76,25 @@ func AppendMessageFrame(b []byte, m Message) ([]byte, error) {
 	return b, nil
 }
 
-// ReadFrame reads one frame from r and returns its body. The body is read
-// into buf when it fits (buf's capacity), otherwise into a new slice of
-// exactly its size; the length is checked against max (see
-// [ParseFrameLength]) first, so a peer cannot make the reader allocate more
-// than max. An EOF before the first byte is io.EOF; inside the frame,
-// io.ErrUnexpectedEOF.
+// ReadFrame reads one frame from r and returns its body. The length prefix
+// and then the body are read into buf when they fit (buf's capacity),
+// otherwise into a new slice of exactly the body's size; the length is
+// checked against max (see [ParseFrameLength]) first, so a peer cannot make
+// the reader allocate or read more than max. With a buf large enough it
+// allocates nothing. An EOF before the first byte is io.EOF; inside the
+// frame, io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader, buf []byte, max int) ([]byte, error) {
-	var hdr [FrameHeaderSize]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+	if cap(buf) < FrameHeaderSize {
+		buf = make([]byte, 0, 512)
+	}
+	hdr := buf[:FrameHeaderSize]
+	if _, err := io.ReadFull(r, hdr); err != nil {
 		if err == io.EOF {
 			return nil, io.EOF
 		}
 		return nil, fmt.Errorf("p2pwire: reading frame length: %w", err)
 	}
-	n, err := ParseFrameLength(hdr[:], max)
+	n, err := ParseFrameLength(hdr, max)
 	if err != nil {
 		return nil, err
 	}
