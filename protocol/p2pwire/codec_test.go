@@ -214,3 +214,34 @@ func TestJumboSplit(t *testing.T) {
 		t.Fatalf("largest fragment: %v", err)
 	}
 }
+
+// TestPeekMessageID checks the hub's look at a refused message's id.
+func TestPeekMessageID(t *testing.T) {
+	tests := []struct {
+		m    p2pwire.Message
+		want uint64
+	}{
+		{&p2pwire.Request{Route: p2pwire.Route{To: "b"}, Envelope: p2pwire.Envelope{MessageID: 42, Header: "h"}}, 42},
+		{&p2pwire.Msg{Route: p2pwire.Route{Broadcast: true}, Envelope: p2pwire.Envelope{MessageID: 7}}, 7},
+		{&p2pwire.Msg{Route: p2pwire.Route{To: "b"}, Envelope: p2pwire.Envelope{Header: "no id"}}, 0},
+		{&p2pwire.UDPMsg{Route: p2pwire.Route{To: "b"}, Envelope: p2pwire.Envelope{MessageID: 1<<64 - 1}}, 1<<64 - 1},
+		{&p2pwire.Reliable{Route: p2pwire.Route{To: "b"}, Channel: p2pwire.Ch1, Segment: []byte{1, 1, 1, 1, 1, 1, 1, 1, 1}}, 0},
+		{&p2pwire.Ping{Value: 5}, 0},
+	}
+	for _, tc := range tests {
+		body, err := p2pwire.Append(nil, tc.m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := p2pwire.DecodeRouting(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p2pwire.PeekMessageID(body, &r); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.m.Kind(), got, tc.want)
+		}
+		if got := p2pwire.PeekMessageID(body[:r.Size+1], &r); got != 0 {
+			t.Errorf("%s truncated: %d", tc.m.Kind(), got)
+		}
+	}
+}

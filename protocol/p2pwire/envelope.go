@@ -1,6 +1,9 @@
 package p2pwire
 
-import "strings"
+import (
+	"encoding/binary"
+	"strings"
+)
 
 // The envelope follows the routing header of MESSAGE, REQUEST, RESPONSE and
 // UDP_MESSAGE; it is also what a jumbo message reassembles to and what one
@@ -153,4 +156,23 @@ func (e *Envelope) Unmarshal(data []byte) error {
 	r := reader{b: data}
 	e.read(&r)
 	return r.end()
+}
+
+// PeekMessageID returns the message id of the envelope that follows the
+// routing header r decoded from body, or 0 when r's kind carries no
+// envelope, the envelope has no message id or is too short to hold it. A hub
+// uses it to put the id of a message it refuses (an unknown destination, a
+// rate limit) in its ERROR without decoding the envelope; it allocates
+// nothing.
+func PeekMessageID(body []byte, r *Routing) uint64 {
+	switch r.Kind {
+	case KindMessage, KindRequest, KindResponse, KindUDPMessage:
+	default:
+		return 0
+	}
+	off := r.Size
+	if off+9 > len(body) || body[off]&EnvMessageID == 0 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(body[off+1 : off+9])
 }
