@@ -55,6 +55,7 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 			}
 		}},
 		{"AppendStampedFrameHeader", func() { _, _ = p2pwire.AppendStampedFrameHeader(out[:0], &r, []byte("alice~k3f9"), len(stamp)) }},
+		{"PeekMessageID", func() { _ = p2pwire.PeekMessageID(stamp, &r) }},
 		{"ReadFrame", func() {
 			rd.Reset(frame)
 			_, _ = p2pwire.ReadFrame(rd, buf, 0)
