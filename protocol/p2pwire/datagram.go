@@ -6,7 +6,7 @@ import (
 )
 
 // A datagram on the hub's UDP port (or between punched peers) is either a
-// STUN message (first byte 0x00 or 0x01, RFC 5389; not this package's) or a
+// STUN message (first byte 0x00–0x3F, RFC 5389, [IsSTUN]; not this package's) or a
 // sealed datagram:
 //
 //	marker   u8    SealedMarker (0xE1)
