@@ -51,7 +51,7 @@ func TestEncodeRefuses(t *testing.T) {
 		{"request without id", &p2pwire.Request{Route: bob}, "message_id", p2pwire.ProblemMissing},
 		{"request broadcast", &p2pwire.Request{Route: p2pwire.Route{Broadcast: true}, Envelope: p2pwire.Envelope{MessageID: 1}}, "route_flags", p2pwire.ProblemBadFlags},
 		{"response without id", &p2pwire.Response{Route: bob}, "message_id", p2pwire.ProblemMissing},
-		{"udp message too large", &p2pwire.UDPMsg{Route: bob, Envelope: p2pwire.Envelope{Payload: make([]byte, p2pwire.MaxOpenedSize)}}, "datagram", p2pwire.ProblemTooLarge},
+		{"udp message too large", &p2pwire.UDPMsg{Route: bob, Envelope: p2pwire.Envelope{Payload: make([]byte, p2pwire.MaxRoutedRest)}}, "datagram", p2pwire.ProblemTooLarge},
 		{"register over cap", &p2pwire.Register{Candidates: make([]netip.AddrPort, p2pwire.MaxCandidates+1)}, "count", p2pwire.ProblemOverCap},
 		{"register zero endpoint", &p2pwire.Register{Candidates: make([]netip.AddrPort, 1)}, "candidate", p2pwire.ProblemBadEndpoint},
 		{"register v4-mapped", &p2pwire.Register{Candidates: []netip.AddrPort{netip.MustParseAddrPort("[::ffff:10.0.0.1]:9")}}, "candidate", p2pwire.ProblemBadEndpoint},
@@ -59,7 +59,7 @@ func TestEncodeRefuses(t *testing.T) {
 		{"registered port 0", &p2pwire.Registered{Observed: netip.MustParseAddrPort("10.0.0.1:0")}, "observed", p2pwire.ProblemBadEndpoint},
 		{"reliable channel 0", &p2pwire.Reliable{Route: bob, Segment: []byte{1}}, "channel", p2pwire.ProblemBadValue},
 		{"reliable empty segment", &p2pwire.Reliable{Route: bob, Channel: p2pwire.Ch1}, "segment", p2pwire.ProblemEmpty},
-		{"reliable too large", &p2pwire.Reliable{Route: bob, Channel: p2pwire.Ch1, Segment: make([]byte, p2pwire.MaxOpenedSize)}, "datagram", p2pwire.ProblemTooLarge},
+		{"reliable too large", &p2pwire.Reliable{Route: bob, Channel: p2pwire.Ch1, Segment: make([]byte, p2pwire.MaxRoutedRest)}, "datagram", p2pwire.ProblemTooLarge},
 		{"jumbo id 0", &p2pwire.Jumbo{Route: bob, Count: 1, Total: 1, Chunk: []byte{1}}, "message_id", p2pwire.ProblemBadValue},
 		{"jumbo count mismatch", &p2pwire.Jumbo{Route: bob, MessageID: 1, Count: 2, Total: 1, Chunk: []byte{1}}, "count", p2pwire.ProblemBadSize},
 		{"jumbo chunk mismatch", &p2pwire.Jumbo{Route: bob, MessageID: 1, Count: 1, Total: 2, Chunk: []byte{1}}, "chunk", p2pwire.ProblemBadSize},
@@ -243,5 +243,33 @@ func TestPeekMessageID(t *testing.T) {
 		if got := p2pwire.PeekMessageID(body[:r.Size+1], &r); got != 0 {
 			t.Errorf("%s truncated: %d", tc.m.Kind(), got)
 		}
+	}
+}
+
+// TestStampedDatagramFits checks that the hub can always re-seal what it
+// delivers: the largest routed datagram a peer may send, to the shortest
+// peer id, stamped with the longest from, still fits a datagram.
+func TestStampedDatagramFits(t *testing.T) {
+	m := &p2pwire.UDPMsg{Route: p2pwire.Route{To: "b"}, Envelope: p2pwire.Envelope{Payload: make([]byte, p2pwire.MaxRoutedRest-1)}}
+	body, err := m.AppendTo(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := p2pwire.DecodeRouting(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := []byte(strings.Repeat("f", p2pwire.MaxPeerIDLen))
+	d, err := p2pwire.AppendStampedRouting(nil, &r, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = append(d, body[r.Size:]...)
+	if len(d) != p2pwire.MaxOpenedSize || len(d) != p2pwire.StampedSize(&r, len(from), len(body)) {
+		t.Fatalf("stamped %d bytes; want exactly MaxOpenedSize %d", len(d), p2pwire.MaxOpenedSize)
+	}
+	var back p2pwire.UDPMsg
+	if err := back.Unmarshal(d); err != nil || string(back.From) != string(from) {
+		t.Fatalf("delivered: %v", err)
 	}
 }

@@ -27,13 +27,17 @@ const (
 	TagSize          = 16
 	MaxDatagramSize  = 1232
 	MaxOpenedSize    = MaxDatagramSize - SealedHeaderSize - TagSize // 1203
+	// MaxRoutedRest is the most a routed datagram kind may carry after its
+	// routing header: MaxOpenedSize less the largest routing header a hub
+	// delivers (kind, flags, a MaxPeerIDLen from), so that stamping never
+	// makes a datagram too large to re-seal, whatever the sender's routing.
+	MaxRoutedRest = MaxOpenedSize - 3 - MaxPeerIDLen // 1104
 
 	// MaxJumboSize is the largest jumbo message: 16,256,000 bytes, in
 	// 15,875 chunks of JumboChunkSize.
 	MaxJumboSize = 16_256_000
 	// JumboChunkSize is the size of every jumbo chunk but the last. A
-	// fragment with the largest routing header (kind, flags, one peer id)
-	// and its 12 fixed bytes fits MaxOpenedSize.
+	// fragment's 12 fixed bytes and its chunk fit MaxRoutedRest.
 	JumboChunkSize = 1024
 	// MaxJumboChunks is the largest jumbo count.
 	MaxJumboChunks = MaxJumboSize / JumboChunkSize
@@ -279,14 +283,15 @@ func (m *Reliable) AppendTo(b []byte) ([]byte, error) {
 	if c.err != nil {
 		return b, c.err
 	}
-	start := len(b)
+	if 1+len(m.Segment) > MaxRoutedRest {
+		return b, fieldErr(KindReliable, "datagram", ProblemTooLarge)
+	}
 	b, err := appendRouting(b, KindReliable, &m.Route)
 	if err != nil {
 		return b, err
 	}
 	b = append(b, byte(m.Channel))
-	b = append(b, m.Segment...)
-	return checkOpened(b, start, KindReliable)
+	return append(b, m.Segment...), nil
 }
 
 // Unmarshal implements [Message].
@@ -389,7 +394,6 @@ func (m *Jumbo) AppendTo(b []byte) ([]byte, error) {
 	if c.err != nil {
 		return b, c.err
 	}
-	start := len(b)
 	b, err := appendRouting(b, KindJumbo, &m.Route)
 	if err != nil {
 		return b, err
@@ -398,8 +402,7 @@ func (m *Jumbo) AppendTo(b []byte) ([]byte, error) {
 	b = appendU16(b, m.Index)
 	b = appendU16(b, m.Count)
 	b = appendU32(b, m.Total)
-	b = append(b, m.Chunk...)
-	return checkOpened(b, start, KindJumbo)
+	return append(b, m.Chunk...), nil
 }
 
 // Unmarshal implements [Message].
@@ -423,13 +426,4 @@ func (m *Jumbo) Unmarshal(body []byte) error {
 		return err
 	}
 	return nil
-}
-
-// checkOpened fails when the body appended at b[start:] is over
-// MaxOpenedSize, so that no datagram kind is encoded too large to seal.
-func checkOpened(b []byte, start int, k Kind) ([]byte, error) {
-	if len(b)-start > MaxOpenedSize {
-		return b[:start], fieldErr(k, "datagram", ProblemTooLarge)
-	}
-	return b, nil
 }

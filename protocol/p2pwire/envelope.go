@@ -80,6 +80,24 @@ func (e *Envelope) check(k Kind) error {
 	return c.err
 }
 
+// size returns the encoded size of e.
+func (e *Envelope) size() int {
+	n := 1 + len(e.Payload)
+	if e.MessageID != 0 {
+		n += 8
+	}
+	if e.Header != "" {
+		n += 2 + len(e.Header)
+	}
+	if len(e.Pairs) != 0 {
+		n++
+		for i := range e.Pairs {
+			n += 1 + len(e.Pairs[i].Key) + 2 + len(e.Pairs[i].Value)
+		}
+	}
+	return n
+}
+
 func (e *Envelope) append(b []byte) []byte {
 	f := e.flags()
 	b = append(b, f)

@@ -273,9 +273,10 @@ func genKinds() []genKind {
 			{"hand_broadcast", &p2pwire.UDPMsg{Route: p2pwire.Route{Broadcast: true}, Envelope: p2pwire.Envelope{Payload: []byte{1}}},
 				"22 04 00 01"},
 			{"largest", &p2pwire.UDPMsg{Route: p2pwire.Route{To: bob},
-				Envelope: p2pwire.Envelope{Payload: make([]byte, p2pwire.MaxOpenedSize-2-9-1)}}, ""},
+				Envelope: p2pwire.Envelope{Payload: make([]byte, p2pwire.MaxRoutedRest-1)}}, ""},
 		}, []genInvalid{
-			{"one_byte_too_large", "22 01 " + hB + "00 " + strings.Repeat("00", p2pwire.MaxOpenedSize-2-9-1+1), "datagram", "too_large"},
+			{"one_byte_too_large", "22 01 " + hB + "00 " + strings.Repeat("00", p2pwire.MaxRoutedRest), "datagram", "too_large"},
+			{"over_opened_size_direct", "22 00 00 " + strings.Repeat("00", p2pwire.MaxOpenedSize-2), "datagram", "too_large"},
 			{"to_and_broadcast", "22 05 " + hB + "00", "route_flags", "bad_flags"},
 		}},
 		{p2pwire.KindReliable, []genValid{
@@ -373,6 +374,10 @@ var hubRefuses = []struct{ name, hex string }{
 	{"from_set_broadcast", "10 06 " + hA + "00"},
 	{"no_destination", "10 00 00 706179"},
 	{"reliable_no_destination", "23 00 01 09"},
+	{"welcome", "02 00 01 00 " + hA + "05 6c6f626279 00100000 00007530 02 7231"},
+	{"peer_set", "03 00 0000000000000005 0002 " + hA + hB},
+	{"error", "05 00 0001 04 0000"},
+	{"registered", "21 00 04 cb007105 d431"},
 }
 
 var envelopes = []struct {

@@ -64,6 +64,10 @@ func (k Kind) Known() bool { return kindClass[k] != classNone }
 // RESPONSE, UDP_MESSAGE, RELIABLE, JUMBO).
 func (k Kind) Routed() bool { return kindClass[k]&classRouted != 0 }
 
+// FromHubOnly reports whether only a hub sends k (WELCOME, PEER_SET,
+// PEER_EVENTS, ERROR, REGISTERED).
+func (k Kind) FromHubOnly() bool { return kindClass[k]&classHubOnly != 0 }
+
 // OnStream reports whether k may be sent on the TLS link (and on a punched
 // TCP connection).
 func (k Kind) OnStream() bool { return kindClass[k]&classStream != 0 }
@@ -77,17 +81,19 @@ const (
 	classDatagram  = 1 << 1
 	classRouted    = 1 << 2
 	classBroadcast = 1 << 3 // routed kinds that may be broadcast
+	classHubOnly   = 1 << 4 // control kinds only a hub sends
 )
 
 var kindClass = [256]uint8{
-	KindHello: classStream, KindWelcome: classStream, KindPeerSet: classStream, KindPeerEvents: classStream,
-	KindError: classStream, KindPing: classStream | classDatagram, KindPong: classStream | classDatagram,
+	KindHello: classStream, KindWelcome: classStream | classHubOnly, KindPeerSet: classStream | classHubOnly,
+	KindPeerEvents: classStream | classHubOnly, KindError: classStream | classHubOnly,
+	KindPing: classStream | classDatagram, KindPong: classStream | classDatagram,
 	KindGoodbye:    classStream,
 	KindMessage:    classStream | classRouted | classBroadcast,
 	KindRequest:    classStream | classRouted,
 	KindResponse:   classStream | classRouted,
 	KindRegister:   classDatagram,
-	KindRegistered: classDatagram,
+	KindRegistered: classDatagram | classHubOnly,
 	KindUDPMessage: classDatagram | classRouted | classBroadcast,
 	KindReliable:   classDatagram | classRouted,
 	KindJumbo:      classDatagram | classRouted | classBroadcast,

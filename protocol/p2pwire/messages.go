@@ -92,8 +92,8 @@ type Response struct {
 }
 
 // UDPMsg is a UDP_MESSAGE: unreliable, to one peer or broadcast, through the
-// hub or direct. One that does not fit a datagram is sent as JUMBO
-// fragments.
+// hub or direct. Its envelope is at most MaxRoutedRest bytes; a larger one
+// is sent as JUMBO fragments.
 type UDPMsg struct {
 	Route
 	Envelope
@@ -170,12 +170,10 @@ func (*UDPMsg) Kind() Kind { return KindUDPMessage }
 
 // AppendTo implements [Message].
 func (m *UDPMsg) AppendTo(b []byte) ([]byte, error) {
-	start := len(b)
-	b, err := appendRouted(b, KindUDPMessage, &m.Route, &m.Envelope)
-	if err != nil {
-		return b, err
+	if m.Envelope.size() > MaxRoutedRest {
+		return b, fieldErr(KindUDPMessage, "datagram", ProblemTooLarge)
 	}
-	return checkOpened(b, start, KindUDPMessage)
+	return appendRouted(b, KindUDPMessage, &m.Route, &m.Envelope)
 }
 
 // Unmarshal implements [Message].

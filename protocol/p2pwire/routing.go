@@ -42,11 +42,12 @@ type Routing struct {
 func (r *Routing) Broadcast() bool { return r.Flags&FlagBroadcast != 0 }
 
 // FromPeer reports whether r is as a peer sends it to the hub: a routed
-// kind with to or broadcast, or a control kind. A hub refuses frames for
-// which it is false.
+// kind with to or broadcast, or a control kind that peers send. A hub
+// refuses frames and datagrams for which it is false (ERROR forbidden). It
+// does not check the carrier ([Kind.OnStream], [Kind.OnDatagram]).
 func (r *Routing) FromPeer() bool {
 	if !r.Kind.Routed() {
-		return true
+		return !r.Kind.FromHubOnly()
 	}
 	return r.Flags == FlagTo || r.Flags == FlagBroadcast
 }
@@ -234,7 +235,8 @@ func startBody(body []byte, k Kind, rt *Route) (reader, error) {
 	if h.Kind != k {
 		return reader{}, fieldErr(k, "kind", ProblemWrongKind)
 	}
-	if k.OnDatagram() && !k.OnStream() && len(body) > MaxOpenedSize {
+	if k.OnDatagram() && !k.OnStream() &&
+		(len(body) > MaxOpenedSize || k.Routed() && len(body)-h.Size > MaxRoutedRest) {
 		return reader{}, fieldErr(k, "datagram", ProblemTooLarge)
 	}
 	if rt != nil {
