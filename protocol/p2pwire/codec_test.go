@@ -3,7 +3,9 @@ package p2pwire_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/netip"
 	"strings"
 	"testing"
@@ -271,5 +273,30 @@ func TestStampedDatagramFits(t *testing.T) {
 	var back p2pwire.UDPMsg
 	if err := back.Unmarshal(d); err != nil || string(back.From) != string(from) {
 		t.Fatalf("delivered: %v", err)
+	}
+}
+
+// TestCredentialsNotPrinted checks that printing or logging HELLO and
+// WELCOME shows no ticket, resume token or UDP secret.
+func TestCredentialsNotPrinted(t *testing.T) {
+	secretBytes := [32]byte{}
+	for i := range secretBytes {
+		secretBytes[i] = 'S'
+	}
+	msgs := []any{
+		&p2pwire.Hello{Ticket: []byte("TICKETTICKET"), ResumeToken: []byte("RESUMERESUME")},
+		&p2pwire.Welcome{PeerID: "a~1", Network: "n", ResumeToken: []byte("RESUMERESUME"),
+			UDP: &p2pwire.UDPSession{KeyID: 3, Secret: secretBytes}},
+	}
+	for _, m := range msgs {
+		var logged bytes.Buffer
+		slog.New(slog.NewTextHandler(&logged, nil)).Info("msg", "m", m)
+		for _, out := range []string{fmt.Sprint(m), fmt.Sprintf("%+v", m), fmt.Sprintf("%v", []any{m}), logged.String()} {
+			for _, secret := range []string{"TICKET", "RESUME", "SSSS", "83 83"} {
+				if strings.Contains(out, secret) {
+					t.Errorf("%q shows %s", out, secret)
+				}
+			}
+		}
 	}
 }
