@@ -2,6 +2,7 @@ package p2pwire_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -277,24 +278,30 @@ func TestStampedDatagramFits(t *testing.T) {
 }
 
 // TestCredentialsNotPrinted checks that printing or logging HELLO and
-// WELCOME shows no ticket, resume token or UDP secret.
+// WELCOME shows no ticket, resume token or UDP secret, in any of the forms
+// fmt and slog write bytes in.
 func TestCredentialsNotPrinted(t *testing.T) {
-	secretBytes := [32]byte{}
-	for i := range secretBytes {
-		secretBytes[i] = 'S'
+	var secret [32]byte
+	for i := range secret {
+		secret[i] = byte(200 + i%50)
 	}
+	ticket, resume := []byte("TICKETTICKET"), []byte("RESUMERESUME")
 	msgs := []any{
-		&p2pwire.Hello{Ticket: []byte("TICKETTICKET"), ResumeToken: []byte("RESUMERESUME")},
-		&p2pwire.Welcome{PeerID: "a~1", Network: "n", ResumeToken: []byte("RESUMERESUME"),
-			UDP: &p2pwire.UDPSession{KeyID: 3, Secret: secretBytes}},
+		&p2pwire.Hello{Ticket: ticket, ResumeToken: resume},
+		&p2pwire.Welcome{PeerID: "a~1", Network: "n", ResumeToken: resume, UDP: &p2pwire.UDPSession{KeyID: 3, Secret: secret}},
+	}
+	var forms []string
+	for _, c := range [][]byte{ticket, resume, secret[:]} {
+		forms = append(forms, string(c[:6]), fmt.Sprint(c[:6])[1:15], fmt.Sprintf("%x", c[:6]), base64.StdEncoding.EncodeToString(c)[:8])
 	}
 	for _, m := range msgs {
 		var logged bytes.Buffer
 		slog.New(slog.NewTextHandler(&logged, nil)).Info("msg", "m", m)
+		slog.New(slog.NewJSONHandler(&logged, nil)).Info("msg", "m", m)
 		for _, out := range []string{fmt.Sprint(m), fmt.Sprintf("%+v", m), fmt.Sprintf("%v", []any{m}), logged.String()} {
-			for _, secret := range []string{"TICKET", "RESUME", "SSSS", "83 83"} {
-				if strings.Contains(out, secret) {
-					t.Errorf("%q shows %s", out, secret)
+			for _, f := range forms {
+				if strings.Contains(out, f) {
+					t.Errorf("%q shows %q", out, f)
 				}
 			}
 		}
