@@ -6,7 +6,8 @@
 // the envelope, the control messages, the sealed datagram's cleartext
 // prefix, the datagram kinds, the reliable-channel ids and the jumbo
 // fragments. It opens no sockets, starts no goroutines, keeps no mutable
-// state, reads no clock and does no cryptography. The hub lives in package
+// state, reads no clock and does no cryptography; it closes nothing, and
+// [ReadFrame] only reads from the reader it is given. The hub lives in package
 // p2p, the SDK in client/p2p; sealing, key derivation and the replay window
 // are internal/sealed's; KCP is internal/kcploop's.
 //
@@ -20,8 +21,8 @@
 //	kind u8 | route_flags u8 | to (u8 length + peer id)? | from (u8 length + peer id)?
 //
 // and forwards the rest of the body untouched, with to replaced by a from it
-// stamps itself ([DecodeRouting], [AppendStampedFrameHeader]). Routed kinds
-// (MESSAGE, REQUEST, RESPONSE, UDP_MESSAGE) then carry an [Envelope]:
+// stamps itself ([DecodeRouting], [AppendStampedFrameHeader]). MESSAGE,
+// REQUEST, RESPONSE and UDP_MESSAGE then carry an [Envelope]:
 // optional message id, header string and key/value pairs, each flagged in
 // one presence byte, and the payload, opaque, to the end of the body.
 // Multi-byte integers are big-endian; lengths are fixed-width (u8 or u16);
@@ -38,8 +39,10 @@
 // [ErrInvalid]. An unknown kind fails with [ErrUnknownKind]. Decoders never
 // panic; whatever decodes re-encodes to the same bytes (a field is present
 // exactly when its Go value is not zero, so there is one encoding).
-// [DecodeRouting], [ParseFrameLength] and [ParseSealed] allocate nothing,
-// whatever the input, and return byte slices that alias it; the message
+// [DecodeRouting], [PeekMessageID], [ParseFrameLength] and [ParseSealed]
+// allocate nothing, whatever the input, and return byte slices that alias
+// it; [ReadFrame] allocates nothing when the caller's buffer holds the
+// frame, and never more than the maximum it is given; the message
 // decoders allocate their strings and lists, and their payloads, chunks and
 // segments alias the input.
 //
@@ -48,6 +51,9 @@
 // [Append], the AppendTo methods and [AppendMessageFrame] append to a
 // caller's buffer. They refuse what a decoder would refuse, so neither the
 // hub nor the SDK emits a message the other end rejects.
+//
+// HELLO and WELCOME carry credentials (the hub ticket, the resume token, the
+// UDP secret); their String and LogValue methods leave them out.
 //
 // Test vectors are under testdata/p2pwire.
 package p2pwire

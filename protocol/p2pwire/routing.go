@@ -15,9 +15,9 @@ package p2pwire
 //	from + broadcast  the hub delivers what that peer broadcast
 //	none              direct path: the sender is the other end of the punched link
 //
-// The hub refuses a frame that sets from (a peer cannot speak as another:
-// ERROR forbidden) and one with none (there is no direct path through the
-// hub). To deliver, it replaces the routing header with one that has from
+// The hub refuses (ERROR forbidden) a routed frame that sets from (a peer
+// cannot speak as another) or has none (there is no direct path through the
+// hub), and the kinds only a hub sends: [Routing.FromPeer]. To deliver, it replaces the routing header with one that has from
 // set to the sender's id, keeps the broadcast bit, drops to, and copies the
 // rest of the body unchanged; it never decodes past the routing header.
 
@@ -26,7 +26,6 @@ const (
 	FlagTo        = 1 << 0
 	FlagFrom      = 1 << 1
 	FlagBroadcast = 1 << 2
-	routeFlagBits = FlagTo | FlagFrom | FlagBroadcast
 )
 
 // Routing is a decoded routing header. To and From alias the decoded bytes.
