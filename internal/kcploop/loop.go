@@ -43,6 +43,8 @@ type Loop struct {
 	closed   bool              // guarded by mu
 	running  bool              // guarded by mu
 	stopOnce sync.Once
+
+	scratch []*Conv // owned by Run: the conversations of the slot firing
 }
 
 // New checks cfg and returns a Loop. It starts nothing; see [Loop.Run].
@@ -165,7 +167,6 @@ func (l *Loop) Run(ctx context.Context) error {
 
 	ticker := time.NewTicker(l.cfg.Tick)
 	defer ticker.Stop()
-	var due []*Conv
 	last := time.Now()
 	for {
 		select {
@@ -182,12 +183,17 @@ func (l *Loop) Run(ctx context.Context) error {
 				last = now
 			}
 			for range n {
-				due = l.advance(due[:0])
-				l.update(due)
+				l.step()
 			}
-			clear(due)
 		}
 	}
+}
+
+// step fires the next slot of the wheel.
+func (l *Loop) step() {
+	l.scratch = l.advance(l.scratch[:0])
+	l.update(l.scratch)
+	clear(l.scratch)
 }
 
 // advance moves the cursor one slot and detaches the conversations in

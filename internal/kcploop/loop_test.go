@@ -169,3 +169,43 @@ func TestInMemoryDelivery(t *testing.T) {
 		t.Fatalf("after all: %v", err)
 	}
 }
+
+// BenchmarkWheelIdle is one wheel step over 1000 idle conversations due
+// on it (KCP Update and Check, and putting each back).
+func BenchmarkWheelIdle(b *testing.B) {
+	l, err := kcploop.New(kcploop.Config{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 1000 {
+		if _, err := l.Open(uint32(i), kcploop.ConvConfig{}, func(*kcploop.Conv, []byte) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		kcploop.Tick(l)
+	}
+}
+
+func TestWheelStepAllocs(t *testing.T) {
+	l, err := kcploop.New(kcploop.Config{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 100 {
+		if _, err := l.Open(uint32(i), kcploop.ConvConfig{NoDelay: true}, func(*kcploop.Conv, []byte) {}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range wheelWarmup {
+		kcploop.Tick(l)
+	}
+	if a := testing.AllocsPerRun(500, func() { kcploop.Tick(l) }); a != 0 {
+		t.Fatalf("%v allocations per wheel step, want 0", a)
+	}
+}
+
+const wheelWarmup = 300
