@@ -15,7 +15,7 @@ import (
 // The vectors in testdata/sealed are written by gen.py beside them with
 // Python's cryptography package, an implementation independent of ours.
 
-func readJSON(t *testing.T, name string, v any) {
+func readJSON(t testing.TB, name string, v any) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "sealed", name))
 	if err != nil {
@@ -26,7 +26,7 @@ func readJSON(t *testing.T, name string, v any) {
 	}
 }
 
-func unhex(t *testing.T, s string) []byte {
+func unhex(t testing.TB, s string) []byte {
 	t.Helper()
 	b, err := hex.DecodeString(s)
 	if err != nil {
