@@ -313,3 +313,22 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 	}
 }
+
+func TestJitterDeliversEachOnce(t *testing.T) {
+	e := newEcho(t)
+	p, cl := start(t, impair.Config{Target: e.conn.LocalAddr().String(), Seed: 5,
+		Up: impair.Faults{Delay: time.Millisecond, Jitter: 5 * time.Millisecond}})
+	got := roundTrips(t, cl, 200, 500*time.Millisecond)
+	if s := p.Stats(); s.Up.Received != 200 {
+		t.Skipf("the OS dropped datagrams: %+v", s.Up)
+	}
+	seen := map[uint32]int{}
+	for _, v := range got {
+		seen[v]++
+	}
+	for i := range uint32(200) {
+		if seen[i] != 1 {
+			t.Fatalf("datagram %d arrived %d times, want 1", i, seen[i])
+		}
+	}
+}
