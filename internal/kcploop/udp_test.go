@@ -276,3 +276,56 @@ func BenchmarkTransfer(b *testing.B) {
 		waitFor(b, "the transfer", func() bool { return y.received(1) >= size })
 	}
 }
+
+// The client's address changes mid-transfer (NAT rebinding through the
+// proxy); the server follows the address of the latest datagram and the
+// conversation goes on, because KCP state is keyed by conversation, not
+// by address.
+func TestRebindMidTransfer(t *testing.T) {
+	const size = 512 << 10
+	a, b := newPeer(t, runLoop(t)), newPeer(t, runLoop(t))
+	proxy, err := impair.New(impair.Config{Target: b.conn.LocalAddr().String(), Logger: quiet,
+		Up: impair.Faults{Loss: 0.05}, Down: impair.Faults{Loss: 0.05}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- proxy.Serve(front) }()
+	defer func() { proxy.Close(); <-served }()
+	to := front.LocalAddr().(*net.UDPAddr).AddrPort()
+	a.remote.Store(&to)
+	c := a.open(t, 9, kcploop.ConvConfig{})
+	b.open(t, 9, kcploop.ConvConfig{})
+	a.start(t, false)
+	b.start(t, true)
+
+	data := bytes.Repeat([]byte("rebind"), size/6)
+	half := len(data) / 2
+	if err := sendAll(context.Background(), c, data[:half], 8<<10, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the first half", func() bool { return b.received(9) >= half })
+	before := *b.remote.Load()
+	if err := proxy.Rebind(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sendAll(context.Background(), c, data[half:], 8<<10, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the second half", func() bool { return b.received(9) >= len(data) })
+	if after := *b.remote.Load(); after == before {
+		t.Fatalf("the server still sees the client at %v", before)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !bytes.Equal(b.got[9], data) {
+		t.Fatalf("got %d bytes, not the %d sent", len(b.got[9]), len(data))
+	}
+	if s := proxy.Stats(); s.Rebinds != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
