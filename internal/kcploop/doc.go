@@ -18,10 +18,13 @@
 // [Config.Tick] resolution. When a conversation's slot comes round its
 // KCP Update runs (acks, first transmissions, retransmissions, window
 // probes) and it is put back at the time KCP's Check asks for, which is
-// never more than its [ConvConfig.Interval] away. Input flushes acks and
-// newly opened window space at once, as KCP does; a message given to
-// [Conv.Send] leaves on the conversation's next flush, within Interval
-// (10 ms in no-delay mode, the least kcp-go allows) plus one tick.
+// never more than its [ConvConfig.Interval] away. [Conv.Input] sends at
+// once what KCP flushes on input (new segments when acknowledgements
+// slide the window, fast retransmissions, acknowledgements once a
+// datagram's worth has gathered); other acknowledgements and a message
+// given to [Conv.Send] leave on the conversation's next flush, within
+// Interval (10 ms in no-delay mode, the least kcp-go allows) plus one
+// tick.
 //
 // # Bounds
 //
