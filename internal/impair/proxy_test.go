@@ -130,6 +130,12 @@ func TestDefaults(t *testing.T) {
 	if p.Seed() == 0 {
 		t.Error("a zero Seed was not replaced")
 	}
+	cfg := impair.ConfigOf(p)
+	if cfg.MaxDatagram != impair.DefaultMaxDatagram || cfg.QueueDepth != impair.DefaultQueueDepth ||
+		cfg.MaxClients != impair.DefaultMaxClients || cfg.Up.ReorderDelay != impair.DefaultReorderDelay ||
+		cfg.Down.ReorderDelay != impair.DefaultReorderDelay {
+		t.Errorf("defaults not filled in: %+v", cfg)
+	}
 	for _, tc := range []struct {
 		name string
 		cfg  impair.Config
