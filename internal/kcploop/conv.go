@@ -1,0 +1,140 @@
+package kcploop
+
+import (
+	"sync"
+
+	kcp "github.com/xtaci/kcp-go/v5"
+)
+
+// A Conv is one KCP conversation on a [Loop]. Its methods are safe for
+// concurrent use.
+type Conv struct {
+	// immutable after Open
+	loop *Loop
+	id   uint32
+	cfg  ConvConfig
+	out  OutputFunc
+
+	mu     sync.Mutex
+	kcp    *kcp.KCP // guarded by mu
+	closed bool     // guarded by mu and loop.mu (set holding both)
+
+	// guarded by loop.mu: the wheel's list
+	slot       int // -1 when off the wheel
+	prev, next *Conv
+	// guarded by loop.mu and mu (written holding both)
+	due uint32 // kcp time the conversation is due
+}
+
+// ID returns the conversation id.
+func (c *Conv) ID() uint32 { return c.id }
+
+// Config returns the conversation's configuration, defaults filled in.
+func (c *Conv) Config() ConvConfig { return c.cfg }
+
+// output is KCP's output callback; c.mu is held.
+func (c *Conv) output(b []byte, n int) { c.out(c, b[:n]) }
+
+func (c *Conv) lock() error {
+	c.mu.Lock()
+	if c.closed || c.loop.done.Load() {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// Input hands the conversation one KCP datagram received from the peer.
+// Acknowledgements and window updates it triggers are sent through the
+// OutputFunc before Input returns. It returns [ErrMalformed] for a
+// datagram that is not KCP for this conversation and [ErrClosed].
+func (c *Conv) Input(b []byte) error {
+	if id, ok := ConvID(b); !ok || id != c.id {
+		return ErrMalformed
+	}
+	if err := c.lock(); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	if c.kcp.Input(b, kcp.IKCP_PACKET_REGULAR, false) < 0 {
+		return ErrMalformed
+	}
+	return nil
+}
+
+// Send queues msg (copied) as one message; it leaves on the next flush.
+// It returns [ErrTooLarge], [ErrSendQueueFull] (nothing was queued) or
+// [ErrClosed].
+func (c *Conv) Send(msg []byte) error {
+	if len(msg) == 0 || len(msg) > c.cfg.MaxMessage {
+		return ErrTooLarge
+	}
+	if err := c.lock(); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	segs := (len(msg) + c.cfg.MTU - Overhead - 1) / (c.cfg.MTU - Overhead)
+	if c.kcp.WaitSnd()+segs > c.cfg.SendQueue {
+		return ErrSendQueueFull
+	}
+	if c.kcp.Send(msg) < 0 {
+		return ErrTooLarge
+	}
+	return nil
+}
+
+// Recv copies the next whole message into buf and returns its length.
+// It does not block: it returns [ErrNoMessage] when none is waiting,
+// [ErrShortBuffer] when buf is too short (the message stays), or
+// [ErrClosed]. Messages come in the order they were sent.
+func (c *Conv) Recv(buf []byte) (int, error) {
+	if err := c.lock(); err != nil {
+		return 0, err
+	}
+	defer c.mu.Unlock()
+	switch n := c.kcp.Recv(buf); n {
+	case -1:
+		return 0, ErrNoMessage
+	case -2:
+		return 0, ErrShortBuffer
+	default:
+		return n, nil
+	}
+}
+
+// PeekSize returns the size of the next whole message, or -1 if none
+// is waiting (or the conversation is closed).
+func (c *Conv) PeekSize() int {
+	if c.lock() != nil {
+		return -1
+	}
+	defer c.mu.Unlock()
+	return c.kcp.PeekSize()
+}
+
+// Pending returns the number of segments queued or unacknowledged.
+func (c *Conv) Pending() int {
+	if c.lock() != nil {
+		return 0
+	}
+	defer c.mu.Unlock()
+	return c.kcp.WaitSnd()
+}
+
+// Close takes the conversation off the loop; unacknowledged data is
+// dropped and later calls return [ErrClosed]. It is idempotent.
+func (c *Conv) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l := c.loop
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	l.removeLocked(c)
+	l.convs--
+	l.log.Debug("kcploop: conversation closed", "conv", c.id)
+	return nil
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package kcploop_test
+
+const raceEnabled = false
