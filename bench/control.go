@@ -285,7 +285,10 @@ type stepError struct {
 	step   string
 	status int
 	reason string
+	err    error // of the transport, if any
 }
+
+func (e *stepError) Unwrap() error { return e.err }
 
 func (e *stepError) Error() string {
 	return fmt.Sprintf("bench: %s: %d %s", e.step, e.status, e.reason)
@@ -308,7 +311,7 @@ func (c *controlRun) call(ctx context.Context, step, bearer, path string, body, 
 	}
 	resp, err := c.httpc.Do(req)
 	if err != nil {
-		return &stepError{step: step, reason: err.Error()}
+		return &stepError{step: step, reason: err.Error(), err: err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
