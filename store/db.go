@@ -2,11 +2,9 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -38,6 +36,8 @@ const (
 	MaxListLimit = 500
 	// MaxIDLength is the longest id (room, session, node, ticket hash).
 	MaxIDLength = 128
+	// DefaultUpdateTimeout bounds one combined update of a room record.
+	DefaultUpdateTimeout = 5 * time.Second
 )
 
 // Config configures [Open]. Its zero value works.
@@ -64,6 +64,10 @@ type Config struct {
 	// MaxRecordBytes is the largest JSON record accepted on write. Zero
 	// means DefaultMaxRecordBytes.
 	MaxRecordBytes int
+	// UpdateTimeout bounds one combined write of a room's updates
+	// ([DB.UpdateRoom]), which runs for every caller that joined it,
+	// whatever their own contexts. Zero means DefaultUpdateTimeout.
+	UpdateTimeout time.Duration
 	// Now returns the current time (for Node.UpdatedAt and node
 	// staleness). Nil means time.Now.
 	Now func() time.Time
@@ -76,11 +80,12 @@ type DB struct {
 	// immutable after Open
 	cfg      Config
 	log      *slog.Logger
-	rooms    jetstream.KeyValue
-	sessions jetstream.KeyValue
-	tickets  jetstream.KeyValue
-	nodes    jetstream.KeyValue
+	rooms    *backbone.KV[Room]
+	sessions *backbone.KV[Session]
+	tickets  *backbone.KV[JoinTicket]
+	nodes    *backbone.KV[Node]
 	config   jetstream.KeyValue
+	roomW    *combiner // the room updates of this process, combined per room
 
 	mu         sync.Mutex
 	signingKey []byte // guarded by mu; nil until first read
@@ -111,6 +116,9 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	if cfg.MaxRecordBytes <= 0 {
 		cfg.MaxRecordBytes = DefaultMaxRecordBytes
 	}
+	if cfg.UpdateTimeout <= 0 {
+		cfg.UpdateTimeout = DefaultUpdateTimeout
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -121,16 +129,16 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("store: prefix %q: %w", cfg.Prefix, ErrInvalidID)
 	}
 	db := &DB{cfg: cfg, log: cfg.Logger.With("component", "store")}
+	raw := make(map[string]jetstream.KeyValue)
 	buckets := []struct {
-		kv          *jetstream.KeyValue
 		name, descr string
 		ttl         time.Duration
 	}{
-		{&db.rooms, "rooms", "switchboard rooms and seats", 0},
-		{&db.sessions, "sessions", "switchboard login sessions", cfg.SessionTTL},
-		{&db.tickets, "tickets", "switchboard join tickets", cfg.TicketTTL},
-		{&db.nodes, "nodes", "switchboard game node registry", cfg.NodeTTL},
-		{&db.config, "config", "switchboard shared configuration", 0},
+		{"rooms", "switchboard rooms and seats", 0},
+		{"sessions", "switchboard login sessions", cfg.SessionTTL},
+		{"tickets", "switchboard join tickets", cfg.TicketTTL},
+		{"nodes", "switchboard node registry", cfg.NodeTTL},
+		{"config", "switchboard shared configuration", 0},
 	}
 	for _, b := range buckets {
 		kv, err := conn.KeyValue(ctx, jetstream.KeyValueConfig{
@@ -144,8 +152,17 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("store: open: %w", err)
 		}
-		*b.kv = kv
+		raw[b.name] = kv
 	}
+	kvc := func(name string) backbone.KVConfig {
+		return backbone.KVConfig{Name: name, MaxRetries: cfg.MaxRetries, MaxValueBytes: cfg.MaxRecordBytes}
+	}
+	db.rooms = backbone.NewKV[Room](raw["rooms"], kvc("room"))
+	db.sessions = backbone.NewKV[Session](raw["sessions"], kvc("session"))
+	db.tickets = backbone.NewKV[JoinTicket](raw["tickets"], kvc("ticket"))
+	db.nodes = backbone.NewKV[Node](raw["nodes"], kvc("node"))
+	db.config = raw["config"]
+	db.roomW = newCombiner(db)
 	return db, nil
 }
 
@@ -163,115 +180,95 @@ func validID(id string) bool {
 	return true
 }
 
-// encode marshals v and checks the size limit.
-func (db *DB) encode(what, id string, v any) ([]byte, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("store: encode %s %s: %w", what, id, err)
+// storeErr maps a backbone error to store's.
+func storeErr(op, what, id string, err error) error {
+	var sentinel error
+	switch {
+	case errors.Is(err, backbone.ErrKeyNotFound):
+		sentinel = ErrNotFound
+	case errors.Is(err, backbone.ErrKeyExists):
+		sentinel = ErrExists
+	case errors.Is(err, backbone.ErrConflict):
+		sentinel = ErrConflict
+	case errors.Is(err, backbone.ErrValueTooLarge):
+		sentinel = ErrTooLarge
+	case errors.Is(err, backbone.ErrInvalidKey):
+		sentinel = ErrInvalidID
+	default:
+		return fmt.Errorf("store: %s %s %s: %w", op, what, id, err)
 	}
-	if len(data) > db.cfg.MaxRecordBytes {
-		return nil, fmt.Errorf("store: %s %s is %d bytes, limit %d: %w", what, id, len(data), db.cfg.MaxRecordBytes, ErrTooLarge)
-	}
-	return data, nil
+	return fmt.Errorf("store: %s %s %s: %w: %w", op, what, id, sentinel, err)
 }
 
 // create stores v under id if the key is free.
-func (db *DB) create(ctx context.Context, kv jetstream.KeyValue, what, id string, v any) error {
+func create[T any](ctx context.Context, kv *backbone.KV[T], what, id string, v *T) error {
 	if !validID(id) {
 		return fmt.Errorf("store: create %s %q: %w", what, id, ErrInvalidID)
 	}
-	data, err := db.encode(what, id, v)
-	if err != nil {
-		return err
-	}
-	if _, err := kv.Create(ctx, id, data); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return fmt.Errorf("store: create %s %s: %w", what, id, ErrExists)
-		}
-		return fmt.Errorf("store: create %s %s: %w", what, id, err)
+	if _, err := kv.Create(ctx, id, v); err != nil {
+		return storeErr("create", what, id, err)
 	}
 	return nil
 }
 
 // put stores v under id unconditionally.
-func (db *DB) put(ctx context.Context, kv jetstream.KeyValue, what, id string, v any) error {
+func put[T any](ctx context.Context, kv *backbone.KV[T], what, id string, v *T) error {
 	if !validID(id) {
 		return fmt.Errorf("store: put %s %q: %w", what, id, ErrInvalidID)
 	}
-	data, err := db.encode(what, id, v)
-	if err != nil {
-		return err
-	}
-	if _, err := kv.Put(ctx, id, data); err != nil {
-		return fmt.Errorf("store: put %s %s: %w", what, id, err)
+	if _, err := kv.Put(ctx, id, v); err != nil {
+		return storeErr("put", what, id, err)
 	}
 	return nil
 }
 
-// get reads and decodes the record id into v and returns its revision.
-func get[T any](ctx context.Context, kv jetstream.KeyValue, what, id string) (*T, uint64, error) {
+// get reads the record id and returns its revision.
+func get[T any](ctx context.Context, kv *backbone.KV[T], what, id string) (*T, uint64, error) {
 	if !validID(id) {
 		return nil, 0, fmt.Errorf("store: get %s %q: %w", what, id, ErrNotFound)
 	}
-	e, err := kv.Get(ctx, id)
+	v, rev, err := kv.Get(ctx, id)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			return nil, 0, fmt.Errorf("store: get %s %s: %w", what, id, ErrNotFound)
-		}
-		return nil, 0, fmt.Errorf("store: get %s %s: %w", what, id, err)
+		return nil, 0, storeErr("get", what, id, err)
 	}
-	v := new(T)
-	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return nil, 0, fmt.Errorf("store: decode %s %s: %w", what, id, err)
-	}
-	return v, e.Revision(), nil
+	return v, rev, nil
 }
 
-// update is the compare-and-set loop: read, apply fn to the fresh copy,
-// write with the revision read, retry on a revision mismatch. fn's error
-// is returned as is.
-func update[T any](ctx context.Context, db *DB, kv jetstream.KeyValue, what, id string, fn func(*T) error) (*T, error) {
-	for attempt := range db.cfg.MaxRetries {
-		v, rev, err := get[T](ctx, kv, what, id)
-		if err != nil {
-			return nil, err
-		}
-		if err := fn(v); err != nil {
-			return nil, err
-		}
-		data, err := db.encode(what, id, v)
-		if err != nil {
-			return nil, err
-		}
-		_, err = kv.Update(ctx, id, data, rev)
-		if err == nil {
-			return v, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, fmt.Errorf("store: update %s %s: %w", what, id, err)
-		}
-		// Lost the race: back off a little, with jitter, and retry.
-		if attempt > 0 {
-			d := time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond)))
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil, fmt.Errorf("store: update %s %s: %w", what, id, ctx.Err())
-			case <-t.C:
-			}
-		}
+// fnError carries the error of an update's function through
+// backbone.KV.Update, so that it is returned as is.
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+
+// update is backbone.KV.Update with store's errors; fn's error is
+// returned as is.
+func update[T any](ctx context.Context, kv *backbone.KV[T], what, id string, fn func(*T) error) (*T, error) {
+	if !validID(id) {
+		return nil, fmt.Errorf("store: update %s %q: %w", what, id, ErrNotFound)
 	}
-	return nil, fmt.Errorf("store: update %s %s after %d attempts: %w", what, id, db.cfg.MaxRetries, ErrConflict)
+	v, _, err := kv.Update(ctx, id, func(v *T) error {
+		if err := fn(v); err != nil {
+			return fnError{err}
+		}
+		return nil
+	})
+	var fe fnError
+	if errors.As(err, &fe) {
+		return nil, fe.err
+	}
+	if err != nil {
+		return nil, storeErr("update", what, id, err)
+	}
+	return v, nil
 }
 
 // purge removes the record id; a missing record is not an error.
-func purge(ctx context.Context, kv jetstream.KeyValue, what, id string) error {
+func purge[T any](ctx context.Context, kv *backbone.KV[T], what, id string) error {
 	if !validID(id) {
 		return nil
 	}
-	if err := kv.Purge(ctx, id); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("store: delete %s %s: %w", what, id, err)
+	if err := kv.Purge(ctx, id); err != nil {
+		return storeErr("delete", what, id, err)
 	}
 	return nil
 }

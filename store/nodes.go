@@ -13,7 +13,7 @@ import (
 func (db *DB) PutNode(ctx context.Context, n *Node) error {
 	c := *n
 	c.UpdatedAt = db.cfg.Now().UTC()
-	return db.put(ctx, db.nodes, "node", c.NodeID, &c)
+	return put(ctx, db.nodes, "node", c.NodeID, &c)
 }
 
 // GetNode returns the live entry of node id, or an error wrapping
@@ -39,14 +39,9 @@ func (db *DB) DeleteNode(ctx context.Context, id string) error {
 // bucket's TTL has not expired and whose UpdatedAt is within
 // Config.NodeTTL of Config.Now().
 func (db *DB) ListNodes(ctx context.Context) ([]*Node, error) {
-	lister, err := db.nodes.ListKeys(ctx)
+	keys, err := db.nodes.Keys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: list nodes: %w", err)
-	}
-	defer func() { _ = lister.Stop() }() // already stopped once drained
-	var keys []string
-	for k := range lister.Keys() {
-		keys = append(keys, k)
 	}
 	nodes := make([]*Node, 0, len(keys))
 	for _, k := range keys {

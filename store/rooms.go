@@ -25,7 +25,7 @@ type ListOptions struct {
 func (db *DB) CreateRoom(ctx context.Context, r *Room) error {
 	c := r.Clone()
 	normalizeRoom(c)
-	return db.create(ctx, db.rooms, "room", c.RoomID, c)
+	return create(ctx, db.rooms, "room", c.RoomID, c)
 }
 
 // GetRoom returns the room id, or an error wrapping ErrNotFound.
@@ -43,20 +43,21 @@ func (db *DB) GetRoom(ctx context.Context, id string) (*Room, error) {
 // Config.MaxRetries times (then ErrConflict). fn may thus run several
 // times and must have no side effects besides changing the room. An
 // error from fn aborts the update and is returned as is. fn must not
-// change RoomID. UpdateRoom returns the room as written, with Seats
-// sorted; a missing room is ErrNotFound.
+// change RoomID, nor call UpdateRoom of the same DB. UpdateRoom returns
+// the room as written, with Seats sorted; a missing room is ErrNotFound.
+//
+// The updates of one room that callers of this DB make at the same time
+// are applied together, in arrival order, each to the result of the one
+// before, and written with one compare-and-set (a failing fn leaves the
+// room as it found it): a process is the one writer of a room, and only
+// other processes can make its writes conflict. The combined write runs
+// for Config.UpdateTimeout at most, whatever ctx says; ctx bounds only
+// the wait for it to start.
 func (db *DB) UpdateRoom(ctx context.Context, id string, fn func(*Room) error) (*Room, error) {
-	return update(ctx, db, db.rooms, "room", id, func(r *Room) error {
-		normalizeRoom(r)
-		if err := fn(r); err != nil {
-			return err
-		}
-		if r.RoomID != id {
-			return fmt.Errorf("store: update room %s: room_id changed to %q", id, r.RoomID)
-		}
-		normalizeRoom(r)
-		return nil
-	})
+	if !validID(id) {
+		return nil, fmt.Errorf("store: update room %q: %w", id, ErrNotFound)
+	}
+	return db.roomW.update(ctx, id, fn)
 }
 
 // DeleteRoom removes room id. Deleting a missing room is not an error.
@@ -86,13 +87,12 @@ func (db *DB) ListRooms(ctx context.Context, opts ListOptions) ([]*Room, string,
 		after = string(b)
 	}
 
-	lister, err := db.rooms.ListKeys(ctx)
+	all, err := db.rooms.Keys(ctx)
 	if err != nil {
 		return nil, "", fmt.Errorf("store: list rooms: %w", err)
 	}
-	defer func() { _ = lister.Stop() }() // already stopped once drained
 	var keys []string
-	for k := range lister.Keys() {
+	for _, k := range all {
 		if k > after {
 			keys = append(keys, k)
 		}

@@ -11,7 +11,7 @@ import (
 func (db *DB) CreateSession(ctx context.Context, s *Session) error {
 	c := *s
 	normalizeSession(&c)
-	return db.create(ctx, db.sessions, "session", c.SessionID, &c)
+	return create(ctx, db.sessions, "session", c.SessionID, &c)
 }
 
 // GetSession returns the login session id, or an error wrapping
@@ -28,7 +28,7 @@ func (db *DB) GetSession(ctx context.Context, id string) (*Session, error) {
 // UpdateSession is [DB.UpdateRoom] for login sessions. Rooms beyond
 // MaxSessionRooms are dropped. Each update restarts the session's TTL.
 func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*Session) error) (*Session, error) {
-	return update(ctx, db, db.sessions, "session", id, func(s *Session) error {
+	return update(ctx, db.sessions, "session", id, func(s *Session) error {
 		normalizeSession(s)
 		if err := fn(s); err != nil {
 			return err
