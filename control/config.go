@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/switchboardgg/switchboard/backbone"
+	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/control/roomsapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -15,42 +17,42 @@ const (
 	// DefaultAccessTokenTTL is the lifetime of an access token (C0).
 	DefaultAccessTokenTTL = time.Hour
 	// ConnectTicketTTL is the lifetime of a connect ticket (seed: 60 s).
-	ConnectTicketTTL = 60 * time.Second
+	ConnectTicketTTL = roomsapi.ConnectTicketTTL
 	// DefaultJoinTicketTTL is the lifetime of a join ticket when the
 	// backend gives no ttl_seconds.
-	DefaultJoinTicketTTL = 300 * time.Second
+	DefaultJoinTicketTTL = roomsapi.DefaultJoinTicketTTL
 	// DefaultMaxJoinTicketTTL caps ttl_seconds of a join ticket; the
 	// tickets bucket keeps records 24 h.
-	DefaultMaxJoinTicketTTL = 24 * time.Hour
+	DefaultMaxJoinTicketTTL = roomsapi.DefaultMaxJoinTicketTTL
 	// DefaultAuthTokenTTL is the lifetime of an auth token minted by
 	// POST /server/v1/auth-tokens without ttl_seconds.
 	DefaultAuthTokenTTL = 10 * time.Minute
 	// DefaultMaxAuthTokenTTL caps ttl_seconds of an auth token.
 	DefaultMaxAuthTokenTTL = 24 * time.Hour
 	// DefaultMaxRoomDuration caps a room's max_duration_seconds.
-	DefaultMaxRoomDuration = 24 * time.Hour
+	DefaultMaxRoomDuration = roomsapi.DefaultMaxRoomDuration
 	// DefaultMaxSnapshotIntervalFrames caps snapshot_interval_frames: 60 s
 	// at 60 ticks per second. A frame room's interval is also capped at
 	// MaxSnapshotIntervalSeconds of its own ticks.
-	DefaultMaxSnapshotIntervalFrames = 3600
+	DefaultMaxSnapshotIntervalFrames = roomsapi.DefaultMaxSnapshotIntervalFrames
 	// MaxSnapshotIntervalSeconds caps a frame room's snapshot interval at
 	// tick_rate × 60 frames: the frames a node retains at least. A client
 	// that fell out of retention recovers from the newest snapshot plus
 	// the frames after it, which the node keeps only if snapshots come at
 	// least that often (see docs/api.md).
-	MaxSnapshotIntervalSeconds = 60
+	MaxSnapshotIntervalSeconds = roomsapi.MaxSnapshotIntervalSeconds
 	// DefaultMaxBodyBytes bounds every request body.
-	DefaultMaxBodyBytes = 64 << 10
+	DefaultMaxBodyBytes = roomsapi.DefaultMaxBodyBytes
 	// DefaultCommandTimeout is how long control waits for a node to answer
 	// a command before it counts the node as unavailable.
-	DefaultCommandTimeout = 2 * time.Second
+	DefaultCommandTimeout = roomsapi.DefaultCommandTimeout
 	// DefaultRequestTimeout bounds the work of one HTTP request.
 	DefaultRequestTimeout = 10 * time.Second
 	// DefaultPageSize is the page size of GET /server/v1/game/rooms
 	// without ?limit=.
-	DefaultPageSize = 50
+	DefaultPageSize = roomsapi.DefaultPageSize
 	// MaxPageSize caps ?limit= of GET /server/v1/game/rooms.
-	MaxPageSize = 200
+	MaxPageSize = roomsapi.MaxPageSize
 	// DefaultLoginRate and DefaultLoginBurst limit C0 calls (login and
 	// refresh) per client IP: a token bucket of DefaultLoginBurst
 	// refilled at DefaultLoginRate per second.
@@ -58,38 +60,35 @@ const (
 	DefaultLoginBurst = 20
 	// DefaultJoinRate and DefaultJoinBurst limit C1 calls per login
 	// session.
-	DefaultJoinRate  = 2.0
-	DefaultJoinBurst = 10
+	DefaultJoinRate  = roomsapi.DefaultJoinRate
+	DefaultJoinBurst = roomsapi.DefaultJoinBurst
 	// DefaultMaxRateLimitKeys bounds the IPs and sessions the rate
 	// limiters remember at once.
 	DefaultMaxRateLimitKeys = 10000
 )
 
-// Fixed limits of the API; see docs/api.md.
+// Fixed limits of the API; see docs/api.md. They are defined in
+// control's internal packages and repeated here for callers.
 const (
-	MaxUsernameLen        = 64
-	MaxRoomIDLen          = 64
-	MinClientSessionIDLen = 8
-	MaxClientSessionIDLen = 64
-	MinTickRate           = 1
-	MaxTickRate           = 60
-	MaxPlayers            = 16
-	// DefaultReconnectWindow and MaxReconnectWindow bound a room's
-	// reconnect_window_seconds (spec §4).
-	DefaultReconnectWindowSeconds = 60
-	MaxReconnectWindowSeconds     = 600
-	// DefaultMaxDurationSeconds is a room's max_duration_seconds when the
-	// backend gives none (spec §4).
-	DefaultMaxDurationSeconds = 3600
-	MaxMetadataBytes          = 4 << 10
-	MaxCloseResultBytes       = 16 << 10
-	MaxCloseReasonLen         = 64
-	MaxKickReasonLen          = 64
-	MaxRegionLen              = 64
-	// DefaultCloseReason is the reason of POST …/close without one.
-	DefaultCloseReason = "closed_by_server"
-	// ProtocolVersion is connect.protocol_version of C1.
-	ProtocolVersion = 1
+	MaxUsernameLen                = httpapi.MaxUsernameLen
+	MaxRoomIDLen                  = httpapi.MaxRoomIDLen
+	MinClientSessionIDLen         = httpapi.MinClientSessionIDLen
+	MaxClientSessionIDLen         = httpapi.MaxClientSessionIDLen
+	MinTickRate                   = httpapi.MinTickRate
+	MaxTickRate                   = httpapi.MaxTickRate
+	MaxPlayers                    = httpapi.MaxPlayers
+	DefaultReconnectWindowSeconds = httpapi.DefaultReconnectWindowSeconds
+	MaxReconnectWindowSeconds     = httpapi.MaxReconnectWindowSeconds
+	DefaultMaxDurationSeconds     = httpapi.DefaultMaxDurationSeconds
+	MaxMetadataBytes              = httpapi.MaxMetadataBytes
+	MaxCloseResultBytes           = httpapi.MaxCloseResultBytes
+	MaxCloseReasonLen             = httpapi.MaxCloseReasonLen
+	MaxKickReasonLen              = httpapi.MaxKickReasonLen
+	MaxRegionLen                  = httpapi.MaxRegionLen
+	DefaultCloseReason            = httpapi.DefaultCloseReason
+	ProtocolVersion               = httpapi.ProtocolVersion
+	// TransportWS is the only transport C1 accepts for now.
+	TransportWS = roomsapi.TransportWS
 )
 
 // Config configures [New]. DB, Backbone, ServerKey and Signer are required;

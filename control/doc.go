@@ -1,7 +1,12 @@
-// Package control serves every HTTP API of Switchboard's rooms pillar:
-// player login and renewal (C0), join, leave and find-my-room (C1–C3),
-// the server API of game backends under /server/v1, and /healthz. The
-// endpoints, their JSON and their limits are documented in docs/api.md.
+// Package control serves every HTTP API of Switchboard: it owns the mux
+// and the route table, authentication (server API key, access tokens),
+// player login and renewal (C0), auth tokens, the node list and drain,
+// and /healthz. It mounts the APIs of the pillars beside its own routes:
+// today package roomsapi (C1–C3 and the server room API under
+// /server/v1/game/rooms); /relay/v1 will be mounted the same way. The
+// HTTP plumbing they share (endpoint wrapper, error JSON, body decoding,
+// rate limiter, metrics) is control/internal/httpapi. The endpoints, their
+// JSON and their limits are documented in docs/api.md.
 //
 // control keeps no state of its own: rooms, seats, login sessions, join
 // tickets and the node registry live in package store's buckets, so any

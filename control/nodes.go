@@ -5,35 +5,20 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 )
 
-// nodeJSON is a game node as the server API shows it.
-type nodeJSON struct {
-	NodeID      string `json:"node_id"`
-	WSURL       string `json:"ws_url"`
-	Region      string `json:"region,omitempty"`
-	Rooms       int    `json:"rooms"`
-	Connections int    `json:"connections"`
-	Draining    bool   `json:"draining"`
-	Version     string `json:"version,omitempty"`
-}
-
-func toNodeJSON(n *store.Node) nodeJSON {
-	return nodeJSON{NodeID: n.NodeID, WSURL: n.WSURL, Region: n.Region, Rooms: n.Rooms,
-		Connections: n.Connections, Draining: n.Draining, Version: n.Version}
-}
-
 // listNodes answers GET /server/v1/nodes: the live game nodes of the
 // registry.
-func (s *Server) listNodes(ctx context.Context, _ *call) (int, any, error) {
+func (s *Server) listNodes(ctx context.Context, _ *httpapi.Call) (int, any, error) {
 	nodes, err := s.db.ListNodes(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]nodeJSON, 0, len(nodes))
+	out := make([]httpapi.NodeJSON, 0, len(nodes))
 	for _, n := range nodes {
-		out = append(out, toNodeJSON(n))
+		out = append(out, httpapi.ToNodeJSON(n))
 	}
 	return http.StatusOK, map[string]any{"nodes": out}, nil
 }
@@ -41,11 +26,11 @@ func (s *Server) listNodes(ctx context.Context, _ *call) (int, any, error) {
 // drainNode answers POST /server/v1/nodes/{node_id}/drain: the node sends
 // ERROR 10 node_draining to its players, closes its rooms and takes no new
 // ones (control stops placing rooms on it).
-func (s *Server) drainNode(ctx context.Context, c *call) (int, any, error) {
-	id := c.r.PathValue("node_id")
+func (s *Server) drainNode(ctx context.Context, c *httpapi.Call) (int, any, error) {
+	id := c.R.PathValue("node_id")
 	n, err := s.db.GetNode(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return 0, nil, errNotFound("no live game node with that id")
+		return 0, nil, httpapi.NotFound("no live game node with that id")
 	}
 	if err != nil {
 		return 0, nil, err
@@ -54,5 +39,15 @@ func (s *Server) drainNode(ctx context.Context, c *call) (int, any, error) {
 		return 0, nil, s.nodeError(store.VerbDrain, err)
 	}
 	n.Draining = true
-	return http.StatusOK, map[string]any{"node": toNodeJSON(n)}, nil
+	return http.StatusOK, map[string]any{"node": httpapi.ToNodeJSON(n)}, nil
+}
+
+// command sends a command to a node, waiting Config.CommandTimeout.
+func (s *Server) command(ctx context.Context, nodeID, verb string, req any) (*store.CommandReply, error) {
+	return httpapi.SendCommand(ctx, s.bb, s.cfg.CommandTimeout, nodeID, verb, req)
+}
+
+// nodeError maps the error of a command to its HTTP answer.
+func (s *Server) nodeError(verb string, err error) *httpapi.Error {
+	return httpapi.NodeError(s.log, verb, err)
 }

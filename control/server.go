@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/switchboardgg/switchboard/backbone"
+	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/control/roomsapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -29,39 +31,11 @@ type Server struct {
 	signer     *tokens.Signer // signing key: access tokens, connect tickets
 	authSigner *tokens.Signer // server API key: auth tokens
 	keyHash    [sha256.Size]byte
-	metrics    *metrics
-	loginLimit *keyedLimiter
-	joinLimit  *keyedLimiter
+	metrics    *httpapi.Metrics
+	loginLimit *httpapi.Limiter
+	rooms      *roomsapi.Server
 	handler    http.Handler
 	srv        *http.Server
-}
-
-// authKind says how a route authenticates its caller.
-type authKind int
-
-const (
-	authNone   authKind = iota
-	authServer          // Authorization: Bearer <server api key>
-	authClient          // Authorization: Bearer <access token>
-)
-
-// call is one request as a handler sees it.
-type call struct {
-	w       http.ResponseWriter
-	r       *http.Request
-	session *store.Session // authClient routes only
-	now     time.Time
-}
-
-// handlerFunc answers a request with a status and a value to encode as
-// JSON (nil: no body), or an error: an *apiError is answered as is,
-// anything else is logged and answered 500 internal.
-type handlerFunc func(ctx context.Context, c *call) (int, any, error)
-
-type route struct {
-	method, path string
-	auth         authKind
-	h            handlerFunc
 }
 
 // routeUnmatched labels the metrics of requests no route matched.
@@ -85,6 +59,24 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control: server key: %w", err)
 	}
+	rooms, err := roomsapi.New(roomsapi.Config{
+		DB:                        cfg.DB,
+		Backbone:                  cfg.Backbone,
+		Signer:                    cfg.Signer,
+		JoinTicketTTL:             cfg.JoinTicketTTL,
+		MaxJoinTicketTTL:          cfg.MaxJoinTicketTTL,
+		MaxRoomDuration:           cfg.MaxRoomDuration,
+		MaxSnapshotIntervalFrames: cfg.MaxSnapshotIntervalFrames,
+		MaxBodyBytes:              cfg.MaxBodyBytes,
+		CommandTimeout:            cfg.CommandTimeout,
+		JoinRate:                  cfg.JoinRate,
+		JoinBurst:                 cfg.JoinBurst,
+		MaxRateLimitKeys:          cfg.MaxRateLimitKeys,
+		Logger:                    cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("control: rooms API: %w", err)
+	}
 	s := &Server{
 		cfg:        cfg,
 		log:        cfg.Logger,
@@ -93,15 +85,15 @@ func New(cfg Config) (*Server, error) {
 		signer:     cfg.Signer,
 		authSigner: authSigner,
 		keyHash:    sha256.Sum256([]byte(cfg.ServerKey)),
-		loginLimit: newKeyedLimiter(cfg.LoginRate, cfg.LoginBurst, cfg.MaxRateLimitKeys),
-		joinLimit:  newKeyedLimiter(cfg.JoinRate, cfg.JoinBurst, cfg.MaxRateLimitKeys),
+		loginLimit: httpapi.NewLimiter(cfg.LoginRate, cfg.LoginBurst, cfg.MaxRateLimitKeys),
+		rooms:      rooms,
 	}
 	routes := s.routes()
 	names := []string{routeUnmatched}
 	for _, rt := range routes {
-		names = append(names, rt.method+" "+rt.path)
+		names = append(names, rt.Method+" "+rt.Path)
 	}
-	if s.metrics, err = newMetrics(cfg.Registerer, names); err != nil {
+	if s.metrics, err = httpapi.NewMetrics(cfg.Registerer, names); err != nil {
 		return nil, err
 	}
 	s.handler = s.buildMux(routes)
@@ -117,41 +109,46 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) routes() []route {
-	const rooms = "/server/v1/game/rooms"
-	return []route{
-		{"GET", "/healthz", authNone, s.health},
-		{"POST", "/client/v1/sessions", authNone, s.login},
-		{"POST", "/client/v1/sessions/refresh", authNone, s.refresh},
-		{"DELETE", "/client/v1/sessions/current", authClient, s.logout},
-		{"POST", "/client/v1/game/rooms/{room_id}/join", authClient, s.join},
-		{"POST", "/client/v1/game/rooms/{room_id}/leave", authClient, s.leave},
-		{"GET", "/client/v1/game/current", authClient, s.current},
-		{"POST", rooms, authServer, s.createRoom},
-		{"GET", rooms, authServer, s.listRooms},
-		{"GET", rooms + "/{room_id}", authServer, s.getRoom},
-		{"POST", rooms + "/{room_id}/tickets", authServer, s.createTicket},
-		{"POST", rooms + "/{room_id}/start", authServer, s.startRoom},
-		{"POST", rooms + "/{room_id}/close", authServer, s.closeRoom},
-		{"POST", rooms + "/{room_id}/members/{seat}/kick", authServer, s.kick},
-		{"POST", "/server/v1/auth-tokens", authServer, s.createAuthToken},
-		{"GET", "/server/v1/nodes", authServer, s.listNodes},
-		{"POST", "/server/v1/nodes/{node_id}/drain", authServer, s.drainNode},
+// routes is the route table: control's own routes, then those of the
+// APIs it mounts (roomsapi; /relay/v1 will be mounted the same way).
+func (s *Server) routes() []httpapi.Route {
+	const (
+		none   = httpapi.AuthNone
+		server = httpapi.AuthServer
+		client = httpapi.AuthClient
+	)
+	own := []httpapi.Route{
+		{Method: "GET", Path: "/healthz", Auth: none, H: s.health},
+		{Method: "POST", Path: "/client/v1/sessions", Auth: none, H: s.login},
+		{Method: "POST", Path: "/client/v1/sessions/refresh", Auth: none, H: s.refresh},
+		{Method: "DELETE", Path: "/client/v1/sessions/current", Auth: client, H: s.logout},
+		{Method: "POST", Path: "/server/v1/auth-tokens", Auth: server, H: s.createAuthToken},
+		{Method: "GET", Path: "/server/v1/nodes", Auth: server, H: s.listNodes},
+		{Method: "POST", Path: "/server/v1/nodes/{node_id}/drain", Auth: server, H: s.drainNode},
 	}
+	return append(own, s.rooms.Routes()...)
 }
 
 // buildMux routes by path with a ServeMux, then by method itself, so that
 // an unknown path is a JSON 404 and a wrong method a JSON 405.
-func (s *Server) buildMux(routes []route) http.Handler {
+func (s *Server) buildMux(routes []httpapi.Route) http.Handler {
+	wr := &httpapi.Wrapper{
+		Log:            s.log,
+		Metrics:        s.metrics,
+		RequestTimeout: s.cfg.RequestTimeout,
+		Now:            s.cfg.Now,
+		AuthServer:     s.authServer,
+		AuthClient:     s.authClient,
+	}
 	mux := http.NewServeMux()
 	byPath := map[string]map[string]http.Handler{}
 	var paths []string
 	for _, rt := range routes {
-		if byPath[rt.path] == nil {
-			byPath[rt.path] = map[string]http.Handler{}
-			paths = append(paths, rt.path)
+		if byPath[rt.Path] == nil {
+			byPath[rt.Path] = map[string]http.Handler{}
+			paths = append(paths, rt.Path)
 		}
-		byPath[rt.path][rt.method] = s.endpoint(rt.method+" "+rt.path, rt.auth, rt.h)
+		byPath[rt.Path][rt.Method] = wr.Endpoint(rt.Method+" "+rt.Path, rt.Auth, rt.H)
 	}
 	for _, p := range paths {
 		methods := byPath[p]
@@ -166,86 +163,31 @@ func (s *Server) buildMux(routes []route) http.Handler {
 				return
 			}
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			s.unmatched(w, r, &apiError{status: http.StatusMethodNotAllowed, code: codeInvalidArgument,
-				message: "method " + r.Method + " not allowed here; allowed: " + strings.Join(allow, ", ")})
+			s.unmatched(w, r, &httpapi.Error{Status: http.StatusMethodNotAllowed, Code: httpapi.CodeInvalidArgument,
+				Message: "method " + r.Method + " not allowed here; allowed: " + strings.Join(allow, ", ")})
 		}))
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.unmatched(w, r, errNotFound("no such endpoint"))
+		s.unmatched(w, r, httpapi.NotFound("no such endpoint"))
 	}))
 	return mux
 }
 
-func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, e *apiError) {
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request, e *httpapi.Error) {
 	start := time.Now()
-	writeJSON(w, e.status, e.body())
-	s.metrics.observe(routeUnmatched, e.status, time.Since(start))
-}
-
-// endpoint wraps a handler with authentication, a deadline, panic
-// recovery, error JSON, logging and metrics.
-func (s *Server) endpoint(name string, auth authKind, h handlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		status := http.StatusInternalServerError
-		defer func() {
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				s.log.Error("handler panic", "route", name, "panic", fmt.Sprint(v))
-				writeJSON(w, errInternal.status, errInternal.body())
-			}
-			s.metrics.observe(name, status, time.Since(start))
-		}()
-		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
-		defer cancel()
-		c := &call{w: w, r: r, now: s.cfg.Now()}
-		var (
-			body any
-			err  error
-		)
-		switch auth {
-		case authServer:
-			err = s.authServer(r)
-		case authClient:
-			c.session, err = s.authClient(ctx, r, c.now)
-		}
-		if err == nil {
-			status, body, err = h(ctx, c)
-		}
-		if err != nil {
-			var ae *apiError
-			if !errors.As(err, &ae) {
-				if ctx.Err() != nil && r.Context().Err() == nil {
-					s.log.Warn("request timed out", "route", name, "err", err)
-					ae = errUnavailable("the request timed out", "")
-				} else {
-					s.log.Error("request failed", "route", name, "err", err)
-					ae = errInternal
-				}
-			}
-			status = ae.status
-			writeJSON(w, status, ae.body())
-			return
-		}
-		if body == nil {
-			w.WriteHeader(status)
-			return
-		}
-		writeJSON(w, status, body)
-	})
+	httpapi.WriteJSON(w, e.Status, e.Body())
+	s.metrics.Observe(routeUnmatched, e.Status, time.Since(start))
 }
 
 // authServer checks the server API key in constant time.
 func (s *Server) authServer(r *http.Request) error {
 	key, ok := bearer(r)
 	if !ok {
-		return errUnauthenticated("missing server API key")
+		return httpapi.Unauthenticated("missing server API key")
 	}
 	h := sha256.Sum256([]byte(key))
 	if subtle.ConstantTimeCompare(h[:], s.keyHash[:]) != 1 {
-		return errUnauthenticated("invalid server API key")
+		return httpapi.Unauthenticated("invalid server API key")
 	}
 	return nil
 }
@@ -255,24 +197,24 @@ func (s *Server) authServer(r *http.Request) error {
 func (s *Server) authClient(ctx context.Context, r *http.Request, now time.Time) (*store.Session, error) {
 	tok, ok := bearer(r)
 	if !ok {
-		return nil, errUnauthenticated("missing access token")
+		return nil, httpapi.Unauthenticated("missing access token")
 	}
 	at, err := s.signer.VerifyAccessToken(tok, now)
 	if errors.Is(err, tokens.ErrExpired) {
-		return nil, errUnauthenticated("access token expired")
+		return nil, httpapi.Unauthenticated("access token expired")
 	}
 	if err != nil {
-		return nil, errUnauthenticated("invalid access token")
+		return nil, httpapi.Unauthenticated("invalid access token")
 	}
 	sess, err := s.db.GetSession(ctx, at.SessionID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, errUnauthenticated("login session ended")
+		return nil, httpapi.Unauthenticated("login session ended")
 	}
 	if err != nil {
 		return nil, err
 	}
 	if sess.Username != at.Username || !now.Before(sess.ExpiresAt) {
-		return nil, errUnauthenticated("login session ended")
+		return nil, httpapi.Unauthenticated("login session ended")
 	}
 	return sess, nil
 }
@@ -315,9 +257,9 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx
 func (s *Server) Close() error { return s.srv.Close() }
 
 // health answers 200 when the backbone is connected, 503 otherwise.
-func (s *Server) health(_ context.Context, _ *call) (int, any, error) {
+func (s *Server) health(_ context.Context, _ *httpapi.Call) (int, any, error) {
 	if !s.bb.NATS().IsConnected() {
-		return 0, nil, errUnavailable("the NATS backbone is not connected", "")
+		return 0, nil, httpapi.Unavailable("the NATS backbone is not connected", "")
 	}
 	return http.StatusOK, map[string]string{"status": "ok"}, nil
 }

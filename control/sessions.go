@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -38,41 +39,41 @@ type userJSON struct {
 
 // login is C0: POST /client/v1/sessions. Each success opens a new login
 // session.
-func (s *Server) login(ctx context.Context, c *call) (int, any, error) {
-	if !s.loginLimit.allow(clientIP(c.r), c.now) {
-		return 0, nil, errRateLimited
+func (s *Server) login(ctx context.Context, c *httpapi.Call) (int, any, error) {
+	if !s.loginLimit.Allow(clientIP(c.R), c.Now) {
+		return 0, nil, httpapi.ErrRateLimited
 	}
 	var req loginRequest
-	if err := decodeBody(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
-	if !validUsername(req.Username) {
-		return 0, nil, errInvalid("username must be 1 to %d characters of A-Z a-z 0-9 _ . -", MaxUsernameLen)
+	if !httpapi.ValidUsername(req.Username) {
+		return 0, nil, httpapi.Invalid("username must be 1 to %d characters of A-Z a-z 0-9 _ . -", httpapi.MaxUsernameLen)
 	}
 	if len(req.AuthToken) > tokens.MaxTokenLen {
-		return 0, nil, errInvalid("auth_token is longer than %d bytes", tokens.MaxTokenLen)
+		return 0, nil, httpapi.Invalid("auth_token is longer than %d bytes", tokens.MaxTokenLen)
 	}
 	switch {
 	case req.AuthToken != "":
-		at, err := s.authSigner.VerifyAuthToken(req.AuthToken, c.now)
+		at, err := s.authSigner.VerifyAuthToken(req.AuthToken, c.Now)
 		if errors.Is(err, tokens.ErrExpired) {
-			return 0, nil, errUnauthenticated("auth token expired")
+			return 0, nil, httpapi.Unauthenticated("auth token expired")
 		}
 		if err != nil {
-			return 0, nil, errUnauthenticated("invalid auth token")
+			return 0, nil, httpapi.Unauthenticated("invalid auth token")
 		}
 		if at.Username != req.Username {
-			return 0, nil, errUnauthenticated("auth token is for another username")
+			return 0, nil, httpapi.Unauthenticated("auth token is for another username")
 		}
 	case !s.cfg.AllowAnonymous:
-		return 0, nil, errUnauthenticated("auth_token is required")
+		return 0, nil, httpapi.Unauthenticated("auth_token is required")
 	}
 
 	sess := &store.Session{
 		SessionID: tokens.NewID(),
 		Username:  req.Username,
-		CreatedAt: c.now.UTC(),
-		ExpiresAt: c.now.Add(sessionLifetime).UTC(),
+		CreatedAt: c.Now.UTC(),
+		ExpiresAt: c.Now.Add(sessionLifetime).UTC(),
 	}
 	refresh := newRefreshToken(sess.SessionID)
 	sess.RefreshHash = tokens.Hash(refresh)
@@ -88,21 +89,21 @@ func (s *Server) login(ctx context.Context, c *call) (int, any, error) {
 
 // refresh rotates the refresh token and returns a new access token for
 // the same login session: POST /client/v1/sessions/refresh.
-func (s *Server) refresh(ctx context.Context, c *call) (int, any, error) {
-	if !s.loginLimit.allow(clientIP(c.r), c.now) {
-		return 0, nil, errRateLimited
+func (s *Server) refresh(ctx context.Context, c *httpapi.Call) (int, any, error) {
+	if !s.loginLimit.Allow(clientIP(c.R), c.Now) {
+		return 0, nil, httpapi.ErrRateLimited
 	}
 	var req refreshRequest
-	if err := decodeBody(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.RefreshToken == "" {
-		return 0, nil, errInvalid("refresh_token is required")
+		return 0, nil, httpapi.Invalid("refresh_token is required")
 	}
 	if len(req.RefreshToken) > tokens.MaxTokenLen {
-		return 0, nil, errInvalid("refresh_token is longer than %d bytes", tokens.MaxTokenLen)
+		return 0, nil, httpapi.Invalid("refresh_token is longer than %d bytes", tokens.MaxTokenLen)
 	}
-	denied := errUnauthenticated("invalid refresh token")
+	denied := httpapi.Unauthenticated("invalid refresh token")
 	sid, ok := refreshSessionID(req.RefreshToken)
 	if !ok {
 		return 0, nil, denied
@@ -110,11 +111,11 @@ func (s *Server) refresh(ctx context.Context, c *call) (int, any, error) {
 	oldHash := tokens.Hash(req.RefreshToken)
 	next := newRefreshToken(sid)
 	sess, err := s.db.UpdateSession(ctx, sid, func(sess *store.Session) error {
-		if subtle.ConstantTimeCompare([]byte(sess.RefreshHash), []byte(oldHash)) != 1 || !c.now.Before(sess.ExpiresAt) {
+		if subtle.ConstantTimeCompare([]byte(sess.RefreshHash), []byte(oldHash)) != 1 || !c.Now.Before(sess.ExpiresAt) {
 			return denied
 		}
 		sess.RefreshHash = tokens.Hash(next)
-		sess.ExpiresAt = c.now.Add(sessionLifetime).UTC()
+		sess.ExpiresAt = c.Now.Add(sessionLifetime).UTC()
 		return nil
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -132,15 +133,15 @@ func (s *Server) refresh(ctx context.Context, c *call) (int, any, error) {
 
 // logout ends the caller's login session: DELETE
 // /client/v1/sessions/current. Its access and refresh tokens stop working.
-func (s *Server) logout(ctx context.Context, c *call) (int, any, error) {
-	if err := s.db.DeleteSession(ctx, c.session.SessionID); err != nil {
+func (s *Server) logout(ctx context.Context, c *httpapi.Call) (int, any, error) {
+	if err := s.db.DeleteSession(ctx, c.Session.SessionID); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, nil
 }
 
-func (s *Server) sessionResponse(c *call, sess *store.Session, refresh string) (*sessionResponse, error) {
-	exp := c.now.Add(s.cfg.AccessTokenTTL)
+func (s *Server) sessionResponse(c *httpapi.Call, sess *store.Session, refresh string) (*sessionResponse, error) {
+	exp := c.Now.Add(s.cfg.AccessTokenTTL)
 	at, err := s.signer.SignAccessToken(tokens.AccessToken{SessionID: sess.SessionID, Username: sess.Username, ExpiresMS: exp.UnixMilli()})
 	if err != nil {
 		return nil, err
@@ -148,7 +149,7 @@ func (s *Server) sessionResponse(c *call, sess *store.Session, refresh string) (
 	return &sessionResponse{
 		AccessToken:  at,
 		RefreshToken: refresh,
-		ExpiresAt:    timeJSON(exp),
+		ExpiresAt:    httpapi.TimeJSON(exp),
 		SessionID:    sess.SessionID,
 		User:         userJSON{Username: sess.Username},
 	}, nil

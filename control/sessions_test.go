@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestLogin(t *testing.T) {
 	if r.obj("user")["username"] != "alice" {
 		t.Errorf("user: %s", r.raw)
 	}
-	if got, want := r.body["expires_at"], timeJSON(e.clock.Now().Add(time.Hour)); got != want {
+	if got, want := r.body["expires_at"], httpapi.TimeJSON(e.clock.Now().Add(time.Hour)); got != want {
 		t.Errorf("expires_at: got %v, want %v", got, want)
 	}
 	at, err := e.signer.VerifyAccessToken(r.body["access_token"].(string), e.clock.Now())
@@ -90,7 +91,7 @@ func TestAuthTokenOfflineFormat(t *testing.T) {
 	// And from the server API.
 	r := e.server("POST", "/auth-tokens", map[string]any{"username": "dave", "ttl_seconds": 30})
 	want(t, r, http.StatusCreated)
-	if got, want := r.body["expires_at"], timeJSON(e.clock.Now().Add(30*time.Second).Truncate(time.Second)); got != want {
+	if got, want := r.body["expires_at"], httpapi.TimeJSON(e.clock.Now().Add(30*time.Second).Truncate(time.Second)); got != want {
 		t.Errorf("expires_at: got %v, want %v", got, want)
 	}
 	want(t, e.do("POST", "/client/v1/sessions", "", map[string]any{"username": "dave", "auth_token": r.body["auth_token"]}), 201)
@@ -157,22 +158,4 @@ func TestLoginRateLimit(t *testing.T) {
 	want(t, e.do("POST", "/client/v1/sessions/refresh", "", map[string]any{"refresh_token": "x"}), http.StatusTooManyRequests, "rate_limited")
 	e.clock.Advance(time.Second)
 	want(t, e.do("POST", "/client/v1/sessions", "", body), 201)
-}
-
-func TestKeyedLimiterBounded(t *testing.T) {
-	l := newKeyedLimiter(1, 1, 10)
-	now := time.Unix(1000, 0)
-	for i := range 100 {
-		l.allow(itoa(int64(i)), now.Add(time.Duration(i)*time.Millisecond))
-		if len(l.keys) > 10 {
-			t.Fatalf("limiter holds %d keys, limit 10", len(l.keys))
-		}
-	}
-	if !l.allow("new", now) || l.allow("new", now) {
-		t.Fatal("burst of 1 not enforced")
-	}
-	var off *keyedLimiter = newKeyedLimiter(-1, 1, 10)
-	if off != nil || !off.allow("x", now) {
-		t.Fatal("negative rate must turn the limiter off")
-	}
 }

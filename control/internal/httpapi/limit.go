@@ -1,4 +1,4 @@
-package control
+package httpapi
 
 import (
 	"sync"
@@ -7,11 +7,11 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// keyedLimiter is a token bucket per key (a client IP or a login session),
+// Limiter is a token bucket per key (a client IP or a login session),
 // remembering at most max keys. When full it forgets the keys
 // idle longest, so memory stays bounded whatever the traffic.
-type keyedLimiter struct {
-	// immutable after newKeyedLimiter
+type Limiter struct {
+	// immutable after NewLimiter
 	limit rate.Limit
 	burst int
 	max   int
@@ -25,17 +25,19 @@ type limiterEntry struct {
 	seen time.Time
 }
 
-// newKeyedLimiter returns nil (no limit) when perSecond is negative.
-func newKeyedLimiter(perSecond float64, burst, max int) *keyedLimiter {
+// NewLimiter returns a Limiter of perSecond tokens per second and key,
+// buckets of burst tokens and at most max keys; nil (no limit) when
+// perSecond is negative.
+func NewLimiter(perSecond float64, burst, max int) *Limiter {
 	if perSecond < 0 {
 		return nil
 	}
-	return &keyedLimiter{limit: rate.Limit(perSecond), burst: burst, max: max, keys: make(map[string]*limiterEntry)}
+	return &Limiter{limit: rate.Limit(perSecond), burst: burst, max: max, keys: make(map[string]*limiterEntry)}
 }
 
-// allow takes a token for key at now and reports whether there was one.
+// Allow takes a token for key at now and reports whether there was one.
 // A nil limiter allows everything.
-func (l *keyedLimiter) allow(key string, now time.Time) bool {
+func (l *Limiter) Allow(key string, now time.Time) bool {
 	if l == nil {
 		return true
 	}
@@ -55,7 +57,7 @@ func (l *keyedLimiter) allow(key string, now time.Time) bool {
 
 // evictLocked forgets the keys idle at least as long as the mean idle key
 // (at least one: the oldest).
-func (l *keyedLimiter) evictLocked() {
+func (l *Limiter) evictLocked() {
 	var sum time.Duration
 	var ref time.Time
 	for _, e := range l.keys {

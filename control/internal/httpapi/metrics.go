@@ -1,4 +1,4 @@
-package control
+package httpapi
 
 import (
 	"fmt"
@@ -8,18 +8,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the collectors of one Server; nil when Config.Registerer is
-// nil.
-type metrics struct {
+// Metrics are the HTTP collectors of one control Server; a nil *Metrics
+// observes nothing.
+type Metrics struct {
 	requests *prometheus.CounterVec   // route, code
 	duration *prometheus.HistogramVec // route
 }
 
-func newMetrics(reg prometheus.Registerer, routes []string) (*metrics, error) {
+// NewMetrics registers the collectors with reg, with a duration series
+// for each of routes from the start. A nil reg gives nil Metrics.
+func NewMetrics(reg prometheus.Registerer, routes []string) (*Metrics, error) {
 	if reg == nil {
 		return nil, nil
 	}
-	m := &metrics{
+	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "switchboard_control_requests_total",
 			Help: "HTTP requests answered by the control plane, by route and status code.",
@@ -41,7 +43,8 @@ func newMetrics(reg prometheus.Registerer, routes []string) (*metrics, error) {
 	return m, nil
 }
 
-func (m *metrics) observe(route string, code int, d time.Duration) {
+// Observe counts one answered request of route.
+func (m *Metrics) Observe(route string, code int, d time.Duration) {
 	if m == nil {
 		return
 	}

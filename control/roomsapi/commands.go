@@ -1,4 +1,4 @@
-package control
+package roomsapi
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 )
 
@@ -16,57 +17,16 @@ import (
 const rollbackTimeout = 5 * time.Second
 
 // errNoChange aborts an UpdateRoom whose function found nothing to write.
-var errNoChange = errors.New("control: no change")
+var errNoChange = errors.New("roomsapi: no change")
 
 // command sends a command to a node, waiting Config.CommandTimeout.
 func (s *Server) command(ctx context.Context, nodeID, verb string, req any) (*store.CommandReply, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
-	defer cancel()
-	return store.SendCommand(ctx, s.bb, nodeID, verb, req)
+	return httpapi.SendCommand(ctx, s.bb, s.cfg.CommandTimeout, nodeID, verb, req)
 }
 
-// nodeError maps the error of a command to its HTTP answer: the node's own
-// error as it sent it, or 503 game_node_unavailable when the node did not
-// answer (or could not be reached at all).
-func (s *Server) nodeError(verb string, err error) *apiError {
-	var ce *store.CommandError
-	if errors.As(err, &ce) {
-		st, ok := statusOfCode[ce.Code]
-		if !ok {
-			st, ce.Code = http.StatusInternalServerError, codeInternal
-		}
-		msg := ce.Message
-		if msg == "" || st == http.StatusInternalServerError {
-			msg = "the game node failed"
-		}
-		return &apiError{status: st, code: ce.Code, message: msg, reason: ce.Reason}
-	}
-	if !errors.Is(err, store.ErrNodeUnavailable) {
-		s.log.Warn("node command failed", "verb", verb, "err", err)
-	}
-	return errNodeUnavailable()
-}
-
-// nodeGone reports whether a command's error means the node does not
-// have the room (it is down, or answered not_found), so that control
-// must update the record itself.
-func nodeGone(err error) bool {
-	var ce *store.CommandError
-	if errors.As(err, &ce) {
-		return ce.Code == codeNotFound
-	}
-	return err != nil
-}
-
-var statusOfCode = map[string]int{
-	codeInvalidArgument:  http.StatusBadRequest,
-	codeUnauthenticated:  http.StatusUnauthorized,
-	codePermissionDenied: http.StatusForbidden,
-	codeNotFound:         http.StatusNotFound,
-	codeConflict:         http.StatusConflict,
-	codeRateLimited:      http.StatusTooManyRequests,
-	codeInternal:         http.StatusInternalServerError,
-	codeUnavailable:      http.StatusServiceUnavailable,
+// nodeError maps the error of a command to its HTTP answer.
+func (s *Server) nodeError(verb string, err error) *httpapi.Error {
+	return httpapi.NodeError(s.log, verb, err)
 }
 
 // releaseSeat frees seat n of room id if login session sessionID still
@@ -91,29 +51,23 @@ func (s *Server) releaseSeat(ctx context.Context, id string, n int, sessionID st
 	return r, err
 }
 
-// emptyBody decodes a body that may be empty or {} and nothing else.
-func (s *Server) emptyBody(c *call) error {
-	var v struct{}
-	return decodeBody(c.w, c.r, s.cfg.MaxBodyBytes, &v)
-}
-
 // startRoom: POST /server/v1/game/rooms/{room_id}/start, manual rooms
 // only.
-func (s *Server) startRoom(ctx context.Context, c *call) (int, any, error) {
+func (s *Server) startRoom(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	if err := s.emptyBody(c); err != nil {
 		return 0, nil, err
 	}
-	r, err := s.loadRoom(ctx, c.r.PathValue("room_id"), c.now)
+	r, err := s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
 	if err != nil {
 		return 0, nil, err
 	}
 	switch {
 	case r.Status != store.StatusOpen:
-		return 0, nil, errConflict("room is not open", reasonRoomNotOpen)
+		return 0, nil, httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
 	case r.StartMode != store.StartManual:
-		return 0, nil, errConflict("only a manual room can be started", reasonNotManual)
+		return 0, nil, httpapi.Conflict("only a manual room can be started", httpapi.ReasonNotManual)
 	case r.State != store.StateWaiting || r.StartedAt != nil:
-		return 0, nil, errConflict("room already started", reasonAlreadyStarted)
+		return 0, nil, httpapi.Conflict("room already started", httpapi.ReasonAlreadyStarted)
 	}
 	reply, err := s.command(ctx, r.NodeID, store.VerbStart, &store.StartRequest{Room: r})
 	if err != nil {
@@ -121,7 +75,7 @@ func (s *Server) startRoom(ctx context.Context, c *call) (int, any, error) {
 	}
 	if reply.Room != nil {
 		r = reply.Room
-	} else if r, err = s.loadRoom(ctx, r.RoomID, c.now); err != nil {
+	} else if r, err = s.loadRoom(ctx, r.RoomID, c.Now); err != nil {
 		return 0, nil, err
 	}
 	return http.StatusOK, map[string]any{"room": toRoomJSON(r)}, nil
@@ -136,27 +90,27 @@ type closeRequest struct {
 // room closing and asks its node to close it; when the node is down or
 // does not run the room, control marks it closed itself. Closing a
 // closing or closed room again is 200 and keeps the first reason.
-func (s *Server) closeRoom(ctx context.Context, c *call) (int, any, error) {
+func (s *Server) closeRoom(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	var req closeRequest
-	if err := decodeBody(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.Reason == "" {
-		req.Reason = DefaultCloseReason
-	} else if !validReason(req.Reason, MaxCloseReasonLen) {
-		return 0, nil, errInvalid("reason must be 1 to %d printable ASCII characters", MaxCloseReasonLen)
+		req.Reason = httpapi.DefaultCloseReason
+	} else if !httpapi.ValidReason(req.Reason, httpapi.MaxCloseReasonLen) {
+		return 0, nil, httpapi.Invalid("reason must be 1 to %d printable ASCII characters", httpapi.MaxCloseReasonLen)
 	}
 	var result json.RawMessage
-	if !isNull(req.Result) {
+	if !httpapi.IsNull(req.Result) {
 		var err error
-		if result, err = compactJSON(req.Result); err != nil {
-			return 0, nil, errInvalid("result must be JSON")
+		if result, err = httpapi.CompactJSON(req.Result); err != nil {
+			return 0, nil, httpapi.Invalid("result must be JSON")
 		}
-		if len(result) > MaxCloseResultBytes {
-			return 0, nil, errInvalid("result is larger than %d bytes", MaxCloseResultBytes)
+		if len(result) > httpapi.MaxCloseResultBytes {
+			return 0, nil, httpapi.Invalid("result is larger than %d bytes", httpapi.MaxCloseResultBytes)
 		}
 	}
-	r, err := s.loadRoom(ctx, c.r.PathValue("room_id"), c.now)
+	r, err := s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -171,7 +125,7 @@ func (s *Server) closeRoom(ctx context.Context, c *call) (int, any, error) {
 			return nil
 		})
 		if errors.Is(err, errNoChange) {
-			r, err = s.loadRoom(ctx, c.r.PathValue("room_id"), c.now)
+			r, err = s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
 		}
 		if err != nil {
 			return 0, nil, err
@@ -183,11 +137,11 @@ func (s *Server) closeRoom(ctx context.Context, c *call) (int, any, error) {
 		case err == nil && reply.Room != nil:
 			r = reply.Room
 		case err == nil:
-			if r, err = s.loadRoom(ctx, r.RoomID, c.now); err != nil {
+			if r, err = s.loadRoom(ctx, r.RoomID, c.Now); err != nil {
 				return 0, nil, err
 			}
-		case nodeGone(err):
-			if r, err = s.markClosed(ctx, r.RoomID, r.CloseReason, c.now); err != nil {
+		case httpapi.NodeGone(err):
+			if r, err = s.markClosed(ctx, r.RoomID, r.CloseReason, c.Now); err != nil {
 				return 0, nil, err
 			}
 		default:
@@ -212,7 +166,7 @@ func (s *Server) markClosed(ctx context.Context, id, reason string, now time.Tim
 		return s.db.GetRoom(ctx, id)
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, errNotFound("room not found")
+		return nil, httpapi.NotFound("room not found")
 	}
 	return r, err
 }
@@ -224,31 +178,31 @@ type kickRequest struct {
 // kick: POST /server/v1/game/rooms/{room_id}/members/{seat}/kick. The
 // node sends ERROR 8 and releases the seat; when it is down or does not
 // run the room, control releases the seat itself.
-func (s *Server) kick(ctx context.Context, c *call) (int, any, error) {
+func (s *Server) kick(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	var req kickRequest
-	if err := decodeBody(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
-	if req.Reason != "" && !validReason(req.Reason, MaxKickReasonLen) {
-		return 0, nil, errInvalid("reason must be 1 to %d printable ASCII characters", MaxKickReasonLen)
+	if req.Reason != "" && !httpapi.ValidReason(req.Reason, httpapi.MaxKickReasonLen) {
+		return 0, nil, httpapi.Invalid("reason must be 1 to %d printable ASCII characters", httpapi.MaxKickReasonLen)
 	}
-	n, err := strconv.Atoi(c.r.PathValue("seat"))
-	if err != nil || n < 0 || n >= MaxPlayers {
-		return 0, nil, errInvalid("seat must be an integer between 0 and %d", MaxPlayers-1)
+	n, err := strconv.Atoi(c.R.PathValue("seat"))
+	if err != nil || n < 0 || n >= httpapi.MaxPlayers {
+		return 0, nil, httpapi.Invalid("seat must be an integer between 0 and %d", httpapi.MaxPlayers-1)
 	}
-	r, err := s.loadRoom(ctx, c.r.PathValue("room_id"), c.now)
+	r, err := s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
 	if err != nil {
 		return 0, nil, err
 	}
 	st := r.Seat(n)
 	if st == nil {
-		return 0, nil, errNotFound("seat is empty")
+		return 0, nil, httpapi.NotFound("seat is empty")
 	}
 	if r.Status == store.StatusClosed {
-		return 0, nil, errConflict("room is not open", reasonRoomNotOpen)
+		return 0, nil, httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
 	}
 	_, err = s.command(ctx, r.NodeID, store.VerbKick, &store.KickRequest{RoomID: r.RoomID, Seat: n, Reason: req.Reason})
-	if err != nil && !nodeGone(err) {
+	if err != nil && !httpapi.NodeGone(err) {
 		return 0, nil, s.nodeError(store.VerbKick, err)
 	}
 	// The node releases the seat; make sure of it in the record either way.
@@ -257,7 +211,7 @@ func (s *Server) kick(ctx context.Context, c *call) (int, any, error) {
 		return 0, nil, err
 	}
 	if r == nil {
-		return 0, nil, errNotFound("room not found")
+		return 0, nil, httpapi.NotFound("room not found")
 	}
 	return http.StatusOK, map[string]any{"room": toRoomJSON(r)}, nil
 }

@@ -1,4 +1,4 @@
-package control
+package roomsapi
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -48,32 +49,32 @@ type joinResponse struct {
 // join is C1: POST /client/v1/game/rooms/{room_id}/join. The checks run
 // in the order of rooms spec §4: token (done by the endpoint) → fields →
 // room → ticket → seat → node.
-func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
-	sess := c.session
-	if !s.joinLimit.allow(sess.SessionID, c.now) {
-		return 0, nil, errRateLimited
+func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
+	sess := c.Session
+	if !s.joinLimit.Allow(sess.SessionID, c.Now) {
+		return 0, nil, httpapi.ErrRateLimited
 	}
 	// Fields.
 	var req joinRequest
-	if err := decodeBody(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
-	if !validClientSessionID(req.ClientSessionID) {
-		return 0, nil, errInvalid("client_session_id must be %d to %d visible ASCII characters", MinClientSessionIDLen, MaxClientSessionIDLen)
+	if !httpapi.ValidClientSessionID(req.ClientSessionID) {
+		return 0, nil, httpapi.Invalid("client_session_id must be %d to %d visible ASCII characters", httpapi.MinClientSessionIDLen, httpapi.MaxClientSessionIDLen)
 	}
 	if len(req.Ticket) > maxTicketLen {
-		return 0, nil, errInvalid("ticket is longer than %d bytes", maxTicketLen)
+		return 0, nil, httpapi.Invalid("ticket is longer than %d bytes", maxTicketLen)
 	}
 	if req.Transport != "" && req.Transport != TransportWS {
-		return 0, nil, errInvalid("transport must be ws")
+		return 0, nil, httpapi.Invalid("transport must be ws")
 	}
 	// Room.
-	room, err := s.loadRoom(ctx, c.r.PathValue("room_id"), c.now)
+	room, err := s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
 	if err != nil {
 		return 0, nil, err
 	}
 	if room.Status != store.StatusOpen {
-		return 0, nil, errConflict("room is not open", reasonRoomNotOpen)
+		return 0, nil, httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
 	}
 	// Ticket. A login session that holds a seat here needs none: C1 again
 	// returns its seat.
@@ -85,13 +86,13 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 	if room.SeatOfSession(sess.SessionID) == nil {
 		if req.Ticket != "" {
 			ticketHash = tokens.Hash(req.Ticket)
-			t, fresh, err := s.consumeTicket(ctx, ticketHash, room.RoomID, sess, c.now)
+			t, fresh, err := s.consumeTicket(ctx, ticketHash, room.RoomID, sess, c.Now)
 			if err != nil {
 				return 0, nil, err
 			}
 			ticketSeat, newConsumer = t.Seat, fresh
 		} else if room.Access != store.AccessOpen {
-			return 0, nil, errDenied("a join ticket is required")
+			return 0, nil, httpapi.Denied("a join ticket is required")
 		}
 	}
 	undoTicket := func() {
@@ -103,8 +104,8 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 	seat, created := -1, false
 	room, err = s.db.UpdateRoom(ctx, room.RoomID, func(r *store.Room) error {
 		seat, created = -1, false
-		if r.Status != store.StatusOpen || expired(r, c.now) {
-			return errConflict("room is not open", reasonRoomNotOpen)
+		if r.Status != store.StatusOpen || expired(r, c.Now) {
+			return httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
 		}
 		if st := r.SeatOfSession(sess.SessionID); st != nil {
 			seat = st.Seat
@@ -117,22 +118,22 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 		if ticketHash != "" && !newConsumer {
 			// The ticket was used by this session before, which
 			// holds no seat any more (left, kicked, timed out).
-			return errDenied("join ticket already used")
+			return httpapi.Denied("join ticket already used")
 		}
 		if ticketHash == "" && r.Access != store.AccessOpen {
-			return errDenied("a join ticket is required")
+			return httpapi.Denied("a join ticket is required")
 		}
 		if r.SeatOfUser(sess.Username) != nil {
-			return errConflict("this user has joined the room on another device", reasonJoinedOnOtherDevice)
+			return httpapi.Conflict("this user has joined the room on another device", httpapi.ReasonJoinedOnOtherDevice)
 		}
 		n := r.FreeSeat()
 		if ticketSeat != nil {
 			n = *ticketSeat
 			if n >= r.MaxPlayers || r.Seat(n) != nil {
-				return errConflict("the seat is taken", reasonSeatTaken)
+				return httpapi.Conflict("the seat is taken", httpapi.ReasonSeatTaken)
 			}
 		} else if n < 0 {
-			return errConflict("room is full", reasonRoomFull)
+			return httpapi.Conflict("room is full", httpapi.ReasonRoomFull)
 		}
 		seat, created = n, true
 		r.PutSeat(store.Seat{
@@ -141,17 +142,17 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 			SessionID:       sess.SessionID,
 			ClientSessionID: req.ClientSessionID,
 			Status:          store.SeatJoined,
-			JoinedAt:        c.now.UTC(),
+			JoinedAt:        c.Now.UTC(),
 		})
 		return nil
 	})
 	if errors.Is(err, errNoChange) {
-		room, err = s.db.GetRoom(ctx, c.r.PathValue("room_id"))
+		room, err = s.db.GetRoom(ctx, c.R.PathValue("room_id"))
 	}
 	if err != nil {
 		undoTicket()
 		if errors.Is(err, store.ErrNotFound) {
-			return 0, nil, errNotFound("room not found")
+			return 0, nil, httpapi.NotFound("room not found")
 		}
 		return 0, nil, err
 	}
@@ -168,7 +169,7 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 	if err != nil {
 		undo()
 		if errors.Is(err, store.ErrNotFound) {
-			return 0, nil, errNodeUnavailable()
+			return 0, nil, httpapi.NodeUnavailable()
 		}
 		return 0, nil, err
 	}
@@ -183,7 +184,7 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 		if e := ss.Room(room.RoomID); e != nil && !e.Left && e.Seat == seat && ss.Rooms[0].RoomID == room.RoomID {
 			return errNoChange
 		}
-		ss.PutRoom(store.SessionRoom{RoomID: room.RoomID, Seat: seat, Username: sess.Username, JoinedAt: c.now.UTC()})
+		ss.PutRoom(store.SessionRoom{RoomID: room.RoomID, Seat: seat, Username: sess.Username, JoinedAt: c.Now.UTC()})
 		return nil
 	}); err != nil && !errors.Is(err, errNoChange) {
 		// The seat is held and the node admitted it; C3 will miss this
@@ -191,7 +192,7 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 		s.log.Warn("join: record room in session", "room", room.RoomID, "err", err)
 	}
 
-	exp := c.now.Add(ConnectTicketTTL)
+	exp := c.Now.Add(ConnectTicketTTL)
 	ticket, err := s.signer.SignConnectTicket(tokens.ConnectTicket{
 		RoomID:          room.RoomID,
 		Seat:            seat,
@@ -222,8 +223,8 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 			NodeID:          node.NodeID,
 			WSURL:           node.WSURL,
 			ConnectTicket:   ticket,
-			ProtocolVersion: ProtocolVersion,
-			ExpiresAt:       timeJSON(exp),
+			ProtocolVersion: httpapi.ProtocolVersion,
+			ExpiresAt:       httpapi.TimeJSON(exp),
 		},
 	}, nil
 }
@@ -233,7 +234,7 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 // consumed it (false: the session had consumed it before). Every failure
 // is 403 permission_denied without a reason.
 func (s *Server) consumeTicket(ctx context.Context, hash, roomID string, sess *store.Session, now time.Time) (t *store.JoinTicket, fresh bool, err error) {
-	denied := errDenied("invalid, expired or used join ticket")
+	denied := httpapi.Denied("invalid, expired or used join ticket")
 	t, err = s.db.UpdateJoinTicket(ctx, hash, func(t *store.JoinTicket) error {
 		fresh = false
 		switch {
@@ -289,17 +290,17 @@ type leaveResponse struct {
 // leave is C2: POST /client/v1/game/rooms/{room_id}/leave, no body. It
 // asks the node to release the seat, or releases it itself when the node
 // is down or does not run the room.
-func (s *Server) leave(ctx context.Context, c *call) (int, any, error) {
-	sess := c.session
+func (s *Server) leave(ctx context.Context, c *httpapi.Call) (int, any, error) {
+	sess := c.Session
 	if err := s.emptyBody(c); err != nil {
 		return 0, nil, err
 	}
-	id := c.r.PathValue("room_id")
+	id := c.R.PathValue("room_id")
 	left := func(seat int) (int, any, error) {
 		return http.StatusOK, &leaveResponse{Member: &memberJSON{Seat: seat, Username: sess.Username, Status: "left"}}, nil
 	}
 	var room *store.Room
-	if validRoomID(id) {
+	if httpapi.ValidRoomID(id) {
 		r, err := s.db.GetRoom(ctx, id)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return 0, nil, err
@@ -320,7 +321,7 @@ func (s *Server) leave(ctx context.Context, c *call) (int, any, error) {
 	seat := st.Seat
 	if room.Status != store.StatusClosed {
 		_, err := s.command(ctx, room.NodeID, store.VerbLeave, &store.LeaveRequest{RoomID: id, Seat: seat, SessionID: sess.SessionID})
-		if err != nil && !nodeGone(err) {
+		if err != nil && !httpapi.NodeGone(err) {
 			return 0, nil, s.nodeError(store.VerbLeave, err)
 		}
 	}
@@ -359,14 +360,14 @@ type currentResponse struct {
 
 // current is C3: GET /client/v1/game/current, the newest room in which
 // this login session holds a seat and that is not closed.
-func (s *Server) current(ctx context.Context, c *call) (int, any, error) {
-	sess := c.session
+func (s *Server) current(ctx context.Context, c *httpapi.Call) (int, any, error) {
+	sess := c.Session
 	for _, e := range sess.Rooms {
 		if e.Left {
 			continue
 		}
-		r, err := s.loadRoom(ctx, e.RoomID, c.now)
-		var ae *apiError
+		r, err := s.loadRoom(ctx, e.RoomID, c.Now)
+		var ae *httpapi.Error
 		if errors.As(err, &ae) {
 			continue // gone
 		}

@@ -1,4 +1,4 @@
-package control
+package httpapi
 
 import (
 	"bytes"
@@ -6,29 +6,29 @@ import (
 	"time"
 )
 
-// validUsername: 1–MaxUsernameLen of [A-Za-z0-9_.-].
-func validUsername(s string) bool {
+// ValidUsername: 1–MaxUsernameLen of [A-Za-z0-9_.-].
+func ValidUsername(s string) bool {
 	return len(s) >= 1 && len(s) <= MaxUsernameLen && allBytes(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' })
 }
 
-// validRoomID: 1–MaxRoomIDLen of [A-Za-z0-9_-].
-func validRoomID(s string) bool {
+// ValidRoomID: 1–MaxRoomIDLen of [A-Za-z0-9_-].
+func ValidRoomID(s string) bool {
 	return len(s) >= 1 && len(s) <= MaxRoomIDLen && allBytes(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' })
 }
 
-// validRegion: 1–MaxRegionLen of [A-Za-z0-9_.-].
-func validRegion(s string) bool {
+// ValidRegion: 1–MaxRegionLen of [A-Za-z0-9_.-].
+func ValidRegion(s string) bool {
 	return len(s) >= 1 && len(s) <= MaxRegionLen && allBytes(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' })
 }
 
-// validClientSessionID: MinClientSessionIDLen–MaxClientSessionIDLen
+// ValidClientSessionID: MinClientSessionIDLen–MaxClientSessionIDLen
 // visible ASCII (0x21–0x7E), as the seed says.
-func validClientSessionID(s string) bool {
+func ValidClientSessionID(s string) bool {
 	return len(s) >= MinClientSessionIDLen && len(s) <= MaxClientSessionIDLen && allBytes(s, func(c byte) bool { return c >= 0x21 && c <= 0x7e })
 }
 
-// validReason: 1–max printable ASCII (0x20–0x7E).
-func validReason(s string, max int) bool {
+// ValidReason: 1–max printable ASCII (0x20–0x7E).
+func ValidReason(s string, max int) bool {
 	return len(s) >= 1 && len(s) <= max && allBytes(s, func(c byte) bool { return c >= 0x20 && c <= 0x7e })
 }
 
@@ -45,15 +45,15 @@ func allBytes(s string, ok func(byte) bool) bool {
 	return true
 }
 
-// isNull reports whether raw is absent or JSON null.
-func isNull(raw json.RawMessage) bool {
+// IsNull reports whether raw is absent or JSON null.
+func IsNull(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) == 0 || string(t) == "null"
 }
 
-// compactJSON returns raw without insignificant space, or an error for
+// CompactJSON returns raw without insignificant space, or an error for
 // malformed JSON (which the decoder has already ruled out).
-func compactJSON(raw json.RawMessage) (json.RawMessage, error) {
+func CompactJSON(raw json.RawMessage) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, err
@@ -61,21 +61,21 @@ func compactJSON(raw json.RawMessage) (json.RawMessage, error) {
 	return buf.Bytes(), nil
 }
 
-// ttlSeconds resolves an optional ttl_seconds field: nil means def; else
+// TTLSeconds resolves an optional ttl_seconds field: nil means def; else
 // 1..max seconds.
-func ttlSeconds(field string, v *int64, def, max time.Duration) (time.Duration, error) {
+func TTLSeconds(field string, v *int64, def, max time.Duration) (time.Duration, error) {
 	if v == nil {
 		return def, nil
 	}
 	maxS := int64(max / time.Second)
 	if *v < 1 || *v > maxS {
-		return 0, errInvalid("%s must be between 1 and %d", field, maxS)
+		return 0, Invalid("%s must be between 1 and %d", field, maxS)
 	}
 	return time.Duration(*v) * time.Second, nil
 }
 
-// timeJSON formats t as RFC 3339 with milliseconds in UTC, the form of
+// TimeJSON formats t as RFC 3339 with milliseconds in UTC, the form of
 // every timestamp of the API ("2026-11-10T08:01:00.000Z").
-func timeJSON(t time.Time) string {
+func TimeJSON(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }

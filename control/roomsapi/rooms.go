@@ -1,4 +1,4 @@
-package control
+package roomsapi
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -50,7 +51,7 @@ func toRoomJSON(r *store.Room) *roomJSON {
 		ReconnectWindowSeconds: r.ReconnectWindowSeconds,
 		MaxDurationSeconds:     r.MaxDurationSeconds,
 		SnapshotIntervalFrames: r.SnapshotIntervalFrames,
-		CreatedAt:              timeJSON(r.CreatedAt),
+		CreatedAt:              httpapi.TimeJSON(r.CreatedAt),
 		NodeID:                 r.NodeID,
 		Region:                 r.Region,
 		Metadata:               r.Metadata,
@@ -88,55 +89,55 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
 		SyncMode:               req.SyncMode,
 		StartMode:              req.StartMode,
 		Access:                 req.Access,
-		ReconnectWindowSeconds: DefaultReconnectWindowSeconds,
-		MaxDurationSeconds:     DefaultMaxDurationSeconds,
+		ReconnectWindowSeconds: httpapi.DefaultReconnectWindowSeconds,
+		MaxDurationSeconds:     httpapi.DefaultMaxDurationSeconds,
 		Region:                 req.Region,
 		Seats:                  []store.Seat{},
 	}
 	if r.RoomID == "" {
 		r.RoomID = tokens.Random(12) // 16 characters of [A-Za-z0-9_-]
-	} else if !validRoomID(r.RoomID) {
-		return nil, errInvalid("room_id must be 1 to %d characters of A-Z a-z 0-9 _ -", MaxRoomIDLen)
+	} else if !httpapi.ValidRoomID(r.RoomID) {
+		return nil, httpapi.Invalid("room_id must be 1 to %d characters of A-Z a-z 0-9 _ -", httpapi.MaxRoomIDLen)
 	}
 	switch r.SyncMode {
 	case store.SyncFrame:
-		if req.TickRate == nil || *req.TickRate < MinTickRate || *req.TickRate > MaxTickRate {
-			return nil, errInvalid("tick_rate must be between %d and %d in a frame room", MinTickRate, MaxTickRate)
+		if req.TickRate == nil || *req.TickRate < httpapi.MinTickRate || *req.TickRate > httpapi.MaxTickRate {
+			return nil, httpapi.Invalid("tick_rate must be between %d and %d in a frame room", httpapi.MinTickRate, httpapi.MaxTickRate)
 		}
 		r.TickRate = *req.TickRate
 	case store.SyncRelay:
 		if req.TickRate != nil && *req.TickRate != 0 {
-			return nil, errInvalid("tick_rate must be 0 or absent in a relay room")
+			return nil, httpapi.Invalid("tick_rate must be 0 or absent in a relay room")
 		}
 	default:
-		return nil, errInvalid("sync_mode must be frame or relay")
+		return nil, httpapi.Invalid("sync_mode must be frame or relay")
 	}
-	if req.MaxPlayers == nil || *req.MaxPlayers < 1 || *req.MaxPlayers > MaxPlayers {
-		return nil, errInvalid("max_players must be between 1 and %d", MaxPlayers)
+	if req.MaxPlayers == nil || *req.MaxPlayers < 1 || *req.MaxPlayers > httpapi.MaxPlayers {
+		return nil, httpapi.Invalid("max_players must be between 1 and %d", httpapi.MaxPlayers)
 	}
 	r.MaxPlayers = *req.MaxPlayers
 	switch r.StartMode {
 	case store.StartAllReady, store.StartAuto, store.StartManual:
 	default:
-		return nil, errInvalid("start_mode must be all_ready, auto or manual")
+		return nil, httpapi.Invalid("start_mode must be all_ready, auto or manual")
 	}
 	switch r.Access {
 	case "":
 		r.Access = store.AccessTicket
 	case store.AccessTicket, store.AccessOpen:
 	default:
-		return nil, errInvalid("access must be ticket or open")
+		return nil, httpapi.Invalid("access must be ticket or open")
 	}
 	if v := req.ReconnectWindowSeconds; v != nil {
-		if *v < 0 || *v > MaxReconnectWindowSeconds {
-			return nil, errInvalid("reconnect_window_seconds must be between 0 and %d", MaxReconnectWindowSeconds)
+		if *v < 0 || *v > httpapi.MaxReconnectWindowSeconds {
+			return nil, httpapi.Invalid("reconnect_window_seconds must be between 0 and %d", httpapi.MaxReconnectWindowSeconds)
 		}
 		r.ReconnectWindowSeconds = *v
 	}
 	if v := req.MaxDurationSeconds; v != nil {
 		maxS := int(s.cfg.MaxRoomDuration / time.Second)
 		if *v < 1 || *v > maxS {
-			return nil, errInvalid("max_duration_seconds must be between 1 and %d", maxS)
+			return nil, httpapi.Invalid("max_duration_seconds must be between 1 and %d", maxS)
 		}
 		r.MaxDurationSeconds = *v
 	}
@@ -146,20 +147,20 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
 			limit = min(limit, r.TickRate*MaxSnapshotIntervalSeconds)
 		}
 		if *v < 0 || *v > limit {
-			return nil, errInvalid("snapshot_interval_frames must be between 0 and %d", limit)
+			return nil, httpapi.Invalid("snapshot_interval_frames must be between 0 and %d", limit)
 		}
 		r.SnapshotIntervalFrames = *v
 	}
-	if r.Region != "" && !validRegion(r.Region) {
-		return nil, errInvalid("region must be 1 to %d characters of A-Z a-z 0-9 _ . -", MaxRegionLen)
+	if r.Region != "" && !httpapi.ValidRegion(r.Region) {
+		return nil, httpapi.Invalid("region must be 1 to %d characters of A-Z a-z 0-9 _ . -", httpapi.MaxRegionLen)
 	}
-	if !isNull(req.Metadata) {
-		m, err := compactJSON(req.Metadata)
+	if !httpapi.IsNull(req.Metadata) {
+		m, err := httpapi.CompactJSON(req.Metadata)
 		if err != nil || m[0] != '{' {
-			return nil, errInvalid("metadata must be a JSON object")
+			return nil, httpapi.Invalid("metadata must be a JSON object")
 		}
-		if len(m) > MaxMetadataBytes {
-			return nil, errInvalid("metadata is larger than %d bytes", MaxMetadataBytes)
+		if len(m) > httpapi.MaxMetadataBytes {
+			return nil, httpapi.Invalid("metadata is larger than %d bytes", httpapi.MaxMetadataBytes)
 		}
 		r.Metadata = m
 	}
@@ -167,9 +168,9 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
 }
 
 // createRoom: POST /server/v1/game/rooms.
-func (s *Server) createRoom(ctx context.Context, c *call) (int, any, error) {
+func (s *Server) createRoom(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	var req createRoomRequest
-	if err := decodeBody(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
 	r, err := s.roomFromRequest(&req)
@@ -181,10 +182,10 @@ func (s *Server) createRoom(ctx context.Context, c *call) (int, any, error) {
 		return 0, nil, err
 	}
 	r.NodeID = node.NodeID
-	r.CreatedAt = c.now.UTC()
+	r.CreatedAt = c.Now.UTC()
 	if err := s.db.CreateRoom(ctx, r); err != nil {
 		if errors.Is(err, store.ErrExists) {
-			return 0, nil, errConflict("room_id is taken", "")
+			return 0, nil, httpapi.Conflict("room_id is taken", "")
 		}
 		return 0, nil, err
 	}
@@ -210,7 +211,7 @@ func (s *Server) pickNode(ctx context.Context, region string) (*store.Node, erro
 		}
 	}
 	if best == nil {
-		return nil, errUnavailable("no game node is available", reasonGameNodeUnavailable)
+		return nil, httpapi.Unavailable("no game node is available", httpapi.ReasonGameNodeUnavailable)
 	}
 	return best, nil
 }
@@ -219,8 +220,8 @@ func (s *Server) pickNode(ctx context.Context, region string) (*store.Node, erro
 // or is a closed room past closedRoomRetention (deleted then). A room past
 // its max_duration_seconds is marked closed with reason expired first.
 func (s *Server) loadRoom(ctx context.Context, id string, now time.Time) (*store.Room, error) {
-	notFound := errNotFound("room not found")
-	if !validRoomID(id) {
+	notFound := httpapi.NotFound("room not found")
+	if !httpapi.ValidRoomID(id) {
 		return nil, notFound
 	}
 	r, err := s.db.GetRoom(ctx, id)
@@ -286,8 +287,8 @@ func markClosed(r *store.Room, reason string, now time.Time) {
 }
 
 // getRoom: GET /server/v1/game/rooms/{room_id}.
-func (s *Server) getRoom(ctx context.Context, c *call) (int, any, error) {
-	r, err := s.loadRoom(ctx, c.r.PathValue("room_id"), c.now)
+func (s *Server) getRoom(ctx context.Context, c *httpapi.Call) (int, any, error) {
+	r, err := s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -295,9 +296,9 @@ func (s *Server) getRoom(ctx context.Context, c *call) (int, any, error) {
 	for _, st := range r.Seats {
 		members = append(members, memberJSON{Seat: st.Seat, Username: st.Username, Status: st.Status})
 	}
-	var node *nodeJSON
+	var node *httpapi.NodeJSON
 	if n, err := s.db.GetNode(ctx, r.NodeID); err == nil {
-		nj := toNodeJSON(n)
+		nj := httpapi.ToNodeJSON(n)
 		node = &nj
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return 0, nil, err
@@ -306,34 +307,34 @@ func (s *Server) getRoom(ctx context.Context, c *call) (int, any, error) {
 }
 
 // listRooms: GET /server/v1/game/rooms?status=&page_token=&limit=.
-func (s *Server) listRooms(ctx context.Context, c *call) (int, any, error) {
-	q := c.r.URL.Query()
+func (s *Server) listRooms(ctx context.Context, c *httpapi.Call) (int, any, error) {
+	q := c.R.URL.Query()
 	opts := store.ListOptions{Status: q.Get("status"), PageToken: q.Get("page_token"), Limit: DefaultPageSize}
 	switch opts.Status {
 	case "", store.StatusOpen, store.StatusClosing, store.StatusClosed:
 	default:
-		return 0, nil, errInvalid("status must be open, closing or closed")
+		return 0, nil, httpapi.Invalid("status must be open, closing or closed")
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxPageSize {
-			return 0, nil, errInvalid("limit must be between 1 and %d", MaxPageSize)
+			return 0, nil, httpapi.Invalid("limit must be between 1 and %d", MaxPageSize)
 		}
 		opts.Limit = n
 	}
 	if len(opts.PageToken) > 4*store.MaxIDLength {
-		return 0, nil, errInvalid("invalid page_token")
+		return 0, nil, httpapi.Invalid("invalid page_token")
 	}
 	rooms, next, err := s.db.ListRooms(ctx, opts)
 	if errors.Is(err, store.ErrInvalidPageToken) {
-		return 0, nil, errInvalid("invalid page_token")
+		return 0, nil, httpapi.Invalid("invalid page_token")
 	}
 	if err != nil {
 		return 0, nil, err
 	}
 	out := make([]*roomJSON, 0, len(rooms))
 	for _, r := range rooms {
-		r, err := s.refreshRoom(ctx, r, c.now)
+		r, err := s.refreshRoom(ctx, r, c.Now)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -353,33 +354,33 @@ type ticketRequest struct {
 
 // createTicket: POST /server/v1/game/rooms/{room_id}/tickets. Tickets do
 // not reserve seats.
-func (s *Server) createTicket(ctx context.Context, c *call) (int, any, error) {
+func (s *Server) createTicket(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	var req ticketRequest
-	if err := decodeBody(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {
+	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
-	if !validUsername(req.Username) {
-		return 0, nil, errInvalid("username must be 1 to %d characters of A-Z a-z 0-9 _ . -", MaxUsernameLen)
+	if !httpapi.ValidUsername(req.Username) {
+		return 0, nil, httpapi.Invalid("username must be 1 to %d characters of A-Z a-z 0-9 _ . -", httpapi.MaxUsernameLen)
 	}
-	ttl, err := ttlSeconds("ttl_seconds", req.TTLSeconds, s.cfg.JoinTicketTTL, s.cfg.MaxJoinTicketTTL)
+	ttl, err := httpapi.TTLSeconds("ttl_seconds", req.TTLSeconds, s.cfg.JoinTicketTTL, s.cfg.MaxJoinTicketTTL)
 	if err != nil {
 		return 0, nil, err
 	}
-	if req.Seat != nil && (*req.Seat < 0 || *req.Seat >= MaxPlayers) {
-		return 0, nil, errInvalid("seat must be between 0 and %d", MaxPlayers-1)
+	if req.Seat != nil && (*req.Seat < 0 || *req.Seat >= httpapi.MaxPlayers) {
+		return 0, nil, httpapi.Invalid("seat must be between 0 and %d", httpapi.MaxPlayers-1)
 	}
-	r, err := s.loadRoom(ctx, c.r.PathValue("room_id"), c.now)
+	r, err := s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
 	if err != nil {
 		return 0, nil, err
 	}
 	if req.Seat != nil && *req.Seat >= r.MaxPlayers {
-		return 0, nil, errInvalid("seat must be below max_players (%d)", r.MaxPlayers)
+		return 0, nil, httpapi.Invalid("seat must be below max_players (%d)", r.MaxPlayers)
 	}
 	if r.Status != store.StatusOpen {
-		return 0, nil, errConflict("room is not open", reasonRoomNotOpen)
+		return 0, nil, httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
 	}
 	ticket := tokens.NewJoinTicket()
-	exp := c.now.Add(ttl).UTC()
+	exp := c.Now.Add(ttl).UTC()
 	if err := s.db.PutJoinTicket(ctx, tokens.Hash(ticket), &store.JoinTicket{
 		RoomID:    r.RoomID,
 		Username:  req.Username,
@@ -388,31 +389,5 @@ func (s *Server) createTicket(ctx context.Context, c *call) (int, any, error) {
 	}); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusCreated, map[string]any{"ticket": ticket, "expires_at": timeJSON(exp)}, nil
-}
-
-type authTokenRequest struct {
-	Username   string `json:"username"`
-	TTLSeconds *int64 `json:"ttl_seconds"`
-}
-
-// createAuthToken: POST /server/v1/auth-tokens.
-func (s *Server) createAuthToken(_ context.Context, c *call) (int, any, error) {
-	var req authTokenRequest
-	if err := decodeBody(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {
-		return 0, nil, err
-	}
-	if !validUsername(req.Username) {
-		return 0, nil, errInvalid("username must be 1 to %d characters of A-Z a-z 0-9 _ . -", MaxUsernameLen)
-	}
-	ttl, err := ttlSeconds("ttl_seconds", req.TTLSeconds, s.cfg.AuthTokenTTL, s.cfg.MaxAuthTokenTTL)
-	if err != nil {
-		return 0, nil, err
-	}
-	exp := c.now.Add(ttl).Truncate(time.Second)
-	tok, err := s.authSigner.SignAuthToken(tokens.AuthToken{Username: req.Username, Expires: exp.Unix()})
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusCreated, map[string]any{"auth_token": tok, "expires_at": timeJSON(exp)}, nil
+	return http.StatusCreated, map[string]any{"ticket": ticket, "expires_at": httpapi.TimeJSON(exp)}, nil
 }

@@ -1,0 +1,36 @@
+package control
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+type authTokenRequest struct {
+	Username   string `json:"username"`
+	TTLSeconds *int64 `json:"ttl_seconds"`
+}
+
+// createAuthToken: POST /server/v1/auth-tokens.
+func (s *Server) createAuthToken(_ context.Context, c *httpapi.Call) (int, any, error) {
+	var req authTokenRequest
+	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
+		return 0, nil, err
+	}
+	if !httpapi.ValidUsername(req.Username) {
+		return 0, nil, httpapi.Invalid("username must be 1 to %d characters of A-Z a-z 0-9 _ . -", httpapi.MaxUsernameLen)
+	}
+	ttl, err := httpapi.TTLSeconds("ttl_seconds", req.TTLSeconds, s.cfg.AuthTokenTTL, s.cfg.MaxAuthTokenTTL)
+	if err != nil {
+		return 0, nil, err
+	}
+	exp := c.Now.Add(ttl).Truncate(time.Second)
+	tok, err := s.authSigner.SignAuthToken(tokens.AuthToken{Username: req.Username, Expires: exp.Unix()})
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusCreated, map[string]any{"auth_token": tok, "expires_at": httpapi.TimeJSON(exp)}, nil
+}

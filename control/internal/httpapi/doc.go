@@ -1,0 +1,16 @@
+// Package httpapi is the HTTP plumbing shared by control's APIs (the
+// player and server APIs of package control, the rooms API of package
+// roomsapi, and the relay API to come): the endpoint wrapper
+// (authentication, deadline, panic recovery, error JSON, logging,
+// metrics), the error JSON and its codes, strict body decoding, the
+// keyed rate limiter, field validation, and the commands to nodes over
+// the backbone.
+//
+// It owns no routes: control keeps the mux and the route table, and each
+// API package contributes its [Route]s.
+//
+// # Goroutines
+//
+// None. Every function runs in the goroutine of the request that calls
+// it; [Limiter] and [Metrics] are safe for concurrent use.
+package httpapi

@@ -1,0 +1,205 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Error codes of the error JSON (rooms spec §2).
+const (
+	CodeInvalidArgument  = "invalid_argument"
+	CodeUnauthenticated  = "unauthenticated"
+	CodePermissionDenied = "permission_denied"
+	CodeNotFound         = "not_found"
+	CodeConflict         = "conflict"
+	CodeRateLimited      = "rate_limited"
+	CodeInternal         = "internal"
+	CodeUnavailable      = "unavailable"
+)
+
+// Reasons in details.reason, as the seed names them.
+const (
+	ReasonRoomNotOpen         = "room_not_open"
+	ReasonRoomFull            = "room_full"
+	ReasonSeatTaken           = "seat_taken"
+	ReasonJoinedOnOtherDevice = "joined_on_other_device"
+	ReasonGameNodeUnavailable = "game_node_unavailable"
+	ReasonNotManual           = "not_manual"
+	ReasonAlreadyStarted      = "already_started"
+	ReasonBodyTooLarge        = "body_too_large"
+)
+
+// Error is an error with its HTTP answer. Handlers return it; anything
+// else a handler returns is logged and answered with 500 internal.
+type Error struct {
+	Status  int    // HTTP status
+	Code    string // error.code
+	Message string // error.message
+	Reason  string // error.details.reason; empty means no details
+}
+
+func (e *Error) Error() string {
+	if e.Reason != "" {
+		return fmt.Sprintf("control: %d %s (%s): %s", e.Status, e.Code, e.Reason, e.Message)
+	}
+	return fmt.Sprintf("control: %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Invalid is a 400 invalid_argument with a formatted message.
+func Invalid(format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unauthenticated is a 401 unauthenticated.
+func Unauthenticated(msg string) *Error {
+	return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: msg}
+}
+
+// Denied is a 403 permission_denied.
+func Denied(msg string) *Error {
+	return &Error{Status: http.StatusForbidden, Code: CodePermissionDenied, Message: msg}
+}
+
+// NotFound is a 404 not_found.
+func NotFound(msg string) *Error {
+	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg}
+}
+
+// Conflict is a 409 conflict with an optional details.reason.
+func Conflict(msg, reason string) *Error {
+	return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: msg, Reason: reason}
+}
+
+// Unavailable is a 503 unavailable with an optional details.reason.
+func Unavailable(msg, reason string) *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: msg, Reason: reason}
+}
+
+// NodeUnavailable is the 503 game_node_unavailable of a node that did
+// not answer.
+func NodeUnavailable() *Error {
+	return Unavailable("the room's game node is unavailable", ReasonGameNodeUnavailable)
+}
+
+// ErrRateLimited (429) and ErrInternal (500) have fixed messages.
+var (
+	ErrRateLimited = &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many requests"}
+	ErrInternal    = &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+)
+
+// ErrorBody is the error JSON of rooms spec §2.
+type ErrorBody struct {
+	Error ErrorObject `json:"error"`
+}
+
+// ErrorObject is the "error" member of [ErrorBody].
+type ErrorObject struct {
+	Code    string        `json:"code"`
+	Message string        `json:"message"`
+	Details *ErrorDetails `json:"details,omitempty"`
+}
+
+// ErrorDetails is the optional "details" member of [ErrorObject].
+type ErrorDetails struct {
+	Reason string `json:"reason"`
+}
+
+// Body returns the error JSON of e.
+func (e *Error) Body() ErrorBody {
+	b := ErrorBody{Error: ErrorObject{Code: e.Code, Message: e.Message}}
+	if e.Reason != "" {
+		b.Error.Details = &ErrorDetails{Reason: e.Reason}
+	}
+	return b
+}
+
+// WriteJSON writes v with status. Encoding our own response types cannot
+// fail, so an error here is the client going away and is ignored.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data, _ = json.Marshal(ErrInternal.Body())
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
+}
+
+// DecodeBody decodes the JSON object in r's body into v. The body is
+// limited to max bytes; unknown fields, trailing data, wrong types and
+// malformed JSON are all 400 invalid_argument. An empty body decodes as {}.
+func DecodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			e := Invalid("request body is larger than %d bytes", max)
+			e.Reason = ReasonBodyTooLarge
+			return e
+		}
+		return Invalid("cannot read the request body")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Invalid("request body must hold a single JSON object")
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into a 400 whose message names the
+// field but never echoes the value.
+func jsonError(err error) *Error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return Invalid("request body must be a JSON object")
+		}
+		return Invalid("field %q must be of JSON type %s", typeErr.Field, jsonTypeName(typeErr.Type.Kind().String()))
+	case errors.As(err, &syntaxErr):
+		return Invalid("malformed JSON at byte %d", syntaxErr.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return Invalid("truncated JSON")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		// encoding/json has no typed error for DisallowUnknownFields.
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		if len(name) > 66 {
+			name = name[:64] + "…\""
+		}
+		return Invalid("unknown field %s", name)
+	}
+	return Invalid("malformed JSON")
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "struct", "map":
+		return "object"
+	case "slice", "array":
+		return "array"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float32", "float64":
+		return "number"
+	}
+	return kind
+}
