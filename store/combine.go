@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/switchboardgg/switchboard/backbone"
 )
 
 // maxCombined bounds the updates of one room written together.
 const maxCombined = 64
+
+// maxCachedRooms bounds the room records the combiner remembers.
+const maxCachedRooms = 10_000
 
 // combiner makes this process the one writer of each room record it
 // updates: the updates of a room that arrive while one is being written
@@ -20,11 +25,25 @@ const maxCombined = 64
 // The caller whose update finds nobody writing the room does the writing
 // (it leads); when it is done and updates wait, it hands the lead to the
 // oldest waiting caller. No goroutine is started.
+//
+// The combiner remembers the record and revision it last wrote of each
+// room (up to maxCachedRooms), and applies the next updates to that copy
+// without reading the record again: the compare-and-set write fails if
+// anyone else wrote it since, and the updates are then applied again to
+// a fresh read. An update refused on the remembered copy is also applied
+// again to a fresh read, so that no update is refused on stale data.
 type combiner struct {
 	db *DB
 
-	mu    sync.Mutex
-	rooms map[string]*roomQueue // guarded by mu; rooms being written
+	mu     sync.Mutex
+	rooms  map[string]*roomQueue // guarded by mu; rooms being written
+	cached map[string]cachedRoom // guarded by mu; the last write of a room
+}
+
+// cachedRoom is a room record as this process last wrote it.
+type cachedRoom struct {
+	room *Room // not modified
+	rev  uint64
 }
 
 // roomQueue is the updates of one room waiting to be written.
@@ -42,7 +61,7 @@ type roomOp struct {
 }
 
 func newCombiner(db *DB) *combiner {
-	return &combiner{db: db, rooms: make(map[string]*roomQueue)}
+	return &combiner{db: db, rooms: make(map[string]*roomQueue), cached: make(map[string]cachedRoom)}
 }
 
 // update applies fn to room id with the updates of the room that other
@@ -115,41 +134,15 @@ func (c *combiner) lead(id string, q *roomQueue) {
 	c.mu.Unlock()
 }
 
-// errNothingWritten aborts a combined update whose functions all failed.
-var errNothingWritten = errors.New("store: nothing to write")
-
 // write applies the batch to the record and writes it, and gives each
 // update its result. It runs detached from the callers' contexts, for
 // Config.UpdateTimeout at most, since it writes for all of them.
 func (c *combiner) write(id string, batch []*roomOp) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.db.cfg.UpdateTimeout)
 	defer cancel()
-	errs := make([]error, len(batch))
-	room, err := update(ctx, c.db.rooms, "room", id, func(r *Room) error {
-		normalizeRoom(r)
-		written := false
-		for i, op := range batch {
-			next := r.Clone()
-			if err := op.fn(next); err != nil {
-				errs[i] = err
-				continue
-			}
-			if next.RoomID != id {
-				errs[i] = fmt.Errorf("store: update room %s: room_id changed to %q", id, next.RoomID)
-				continue
-			}
-			normalizeRoom(next)
-			*r, errs[i], written = *next, nil, true
-		}
-		if !written {
-			return errNothingWritten
-		}
-		return nil
-	})
+	room, errs, err := c.apply(ctx, id, batch)
 	for i, op := range batch {
 		switch {
-		case errors.Is(err, errNothingWritten):
-			op.err = errs[i]
 		case err != nil:
 			op.err = err
 		case errs[i] != nil:
@@ -159,4 +152,85 @@ func (c *combiner) write(id string, batch []*roomOp) {
 		}
 		close(op.done)
 	}
+}
+
+// apply is the compare-and-set loop of a batch. It returns the room
+// written (nil if every update failed), the error of each update, and
+// the error that failed them all.
+func (c *combiner) apply(ctx context.Context, id string, batch []*roomOp) (*Room, []error, error) {
+	errs := make([]error, len(batch))
+	c.mu.Lock()
+	cached, fromCache := c.cached[id]
+	c.mu.Unlock()
+	for attempt := range c.db.cfg.MaxRetries {
+		var (
+			r   *Room
+			rev uint64
+			err error
+		)
+		if fromCache {
+			r, rev = cached.room.Clone(), cached.rev
+		} else if r, rev, err = c.db.rooms.Get(ctx, id); err != nil {
+			c.forget(id)
+			return nil, nil, storeErr("update", "room", id, err)
+		}
+		normalizeRoom(r)
+		written, refused := false, false
+		for i, op := range batch {
+			next := r.Clone()
+			if err := op.fn(next); err != nil {
+				errs[i], refused = err, true
+				continue
+			}
+			if next.RoomID != id {
+				errs[i], refused = fmt.Errorf("store: update room %s: room_id changed to %q", id, next.RoomID), true
+				continue
+			}
+			normalizeRoom(next)
+			r, errs[i], written = next, nil, true
+		}
+		if fromCache && refused {
+			fromCache = false // refused on what may be stale: read and apply again
+			continue
+		}
+		if !written {
+			return nil, errs, nil
+		}
+		nrev, err := c.db.rooms.UpdateAt(ctx, id, r, rev)
+		if err == nil {
+			c.remember(id, r, nrev)
+			return r, errs, nil
+		}
+		c.forget(id)
+		if !errors.Is(err, backbone.ErrConflict) {
+			return nil, nil, storeErr("update", "room", id, err)
+		}
+		if !fromCache {
+			if err := backbone.Backoff(ctx, attempt); err != nil {
+				return nil, nil, fmt.Errorf("store: update room %s: %w", id, err)
+			}
+		}
+		fromCache = false
+	}
+	return nil, nil, fmt.Errorf("store: update room %s after %d attempts: %w", id, c.db.cfg.MaxRetries, ErrConflict)
+}
+
+// remember keeps r (not modified afterwards) as the room's record at rev.
+func (c *combiner) remember(id string, r *Room, rev uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.cached[id]; !ok && len(c.cached) >= maxCachedRooms {
+		for k := range c.cached { // one, at random
+			delete(c.cached, k)
+			break
+		}
+	}
+	c.cached[id] = cachedRoom{room: r, rev: rev}
+}
+
+// forget drops the remembered record of room id.
+func (c *combiner) forget(id string) {
+	c.mu.Lock()
+	delete(c.cached, id)
+	c.mu.Unlock()
 }

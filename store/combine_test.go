@@ -98,3 +98,37 @@ func TestUpdateRoomWaitCanceled(t *testing.T) {
 		t.Fatalf("room = %+v, %v; want tick 30 and max_players untouched", got, err)
 	}
 }
+
+// An update refused on the record this process remembers is applied again
+// to a fresh read: another process may have changed the room since.
+func TestUpdateRoomNotRefusedOnStaleCopy(t *testing.T) {
+	e := newEnv(t)
+	a, b := e.db(Config{}), e.db(Config{})
+	ctx := context.Background()
+	r := newRoom("r1")
+	r.MaxPlayers = 1
+	if err := a.CreateRoom(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	take := func(user string) func(*Room) error {
+		return func(r *Room) error {
+			n := r.FreeSeat()
+			if n < 0 {
+				return errors.New("full")
+			}
+			r.PutSeat(Seat{Seat: n, Username: user, SessionID: user, Status: SeatJoined})
+			return nil
+		}
+	}
+	if _, err := a.UpdateRoom(ctx, "r1", take("u1")); err != nil {
+		t.Fatal(err)
+	}
+	// Another process frees the seat; a still remembers it taken.
+	if _, err := b.UpdateRoom(ctx, "r1", func(r *Room) error { r.RemoveSeat(0); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.UpdateRoom(ctx, "r1", take("u2"))
+	if err != nil || got.SeatOfUser("u2") == nil {
+		t.Fatalf("UpdateRoom = %+v, %v; want u2 seated", got, err)
+	}
+}

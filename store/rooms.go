@@ -25,7 +25,15 @@ type ListOptions struct {
 func (db *DB) CreateRoom(ctx context.Context, r *Room) error {
 	c := r.Clone()
 	normalizeRoom(c)
-	return create(ctx, db.rooms, "room", c.RoomID, c)
+	if !validID(c.RoomID) {
+		return fmt.Errorf("store: create room %q: %w", c.RoomID, ErrInvalidID)
+	}
+	rev, err := db.rooms.Create(ctx, c.RoomID, c)
+	if err != nil {
+		return storeErr("create", "room", c.RoomID, err)
+	}
+	db.roomW.remember(c.RoomID, c, rev)
+	return nil
 }
 
 // GetRoom returns the room id, or an error wrapping ErrNotFound.
@@ -62,6 +70,7 @@ func (db *DB) UpdateRoom(ctx context.Context, id string, fn func(*Room) error) (
 
 // DeleteRoom removes room id. Deleting a missing room is not an error.
 func (db *DB) DeleteRoom(ctx context.Context, id string) error {
+	db.roomW.forget(id)
 	return purge(ctx, db.rooms, "room", id)
 }
 
