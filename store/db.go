@@ -36,6 +36,9 @@ const (
 	MaxListLimit = 500
 	// MaxIDLength is the longest id (room, session, node, ticket hash).
 	MaxIDLength = 128
+	// DefaultNodeCacheTTL is how long a registry entry read is used
+	// without reading it again.
+	DefaultNodeCacheTTL = time.Second
 	// DefaultUpdateTimeout bounds one combined update of a room record.
 	DefaultUpdateTimeout = 5 * time.Second
 )
@@ -64,6 +67,10 @@ type Config struct {
 	// MaxRecordBytes is the largest JSON record accepted on write. Zero
 	// means DefaultMaxRecordBytes.
 	MaxRecordBytes int
+	// NodeCacheTTL is how long a registry entry read is used without
+	// reading it again (a node's draining flag reaches control that much
+	// later). Zero means DefaultNodeCacheTTL; negative: never cached.
+	NodeCacheTTL time.Duration
 	// UpdateTimeout bounds one combined write of a room's updates
 	// ([DB.UpdateRoom]), which runs for every caller that joined it,
 	// whatever their own contexts. Zero means DefaultUpdateTimeout.
@@ -78,14 +85,15 @@ type Config struct {
 // DB is the set of buckets. Its methods are safe for concurrent use.
 type DB struct {
 	// immutable after Open
-	cfg      Config
-	log      *slog.Logger
-	rooms    *backbone.KV[Room]
-	sessions *backbone.KV[Session]
-	tickets  *backbone.KV[JoinTicket]
-	nodes    *backbone.KV[Node]
-	config   jetstream.KeyValue
-	roomW    *combiner // the room updates of this process, combined per room
+	cfg       Config
+	log       *slog.Logger
+	rooms     *backbone.KV[Room]
+	sessions  *backbone.KV[Session]
+	tickets   *backbone.KV[JoinTicket]
+	nodes     *backbone.KV[Node]
+	config    jetstream.KeyValue
+	roomW     *combiner // the room updates of this process, combined per room
+	nodeCache nodeCache // registry entries read recently
 
 	mu         sync.Mutex
 	signingKey []byte // guarded by mu; nil until first read
@@ -119,6 +127,9 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	if cfg.UpdateTimeout <= 0 {
 		cfg.UpdateTimeout = DefaultUpdateTimeout
 	}
+	if cfg.NodeCacheTTL == 0 {
+		cfg.NodeCacheTTL = DefaultNodeCacheTTL
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -128,7 +139,7 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	if !validID(cfg.Prefix) {
 		return nil, fmt.Errorf("store: prefix %q: %w", cfg.Prefix, ErrInvalidID)
 	}
-	db := &DB{cfg: cfg, log: cfg.Logger.With("component", "store")}
+	db := &DB{cfg: cfg, log: cfg.Logger.With("component", "store"), nodeCache: nodeCache{ttl: cfg.NodeCacheTTL}}
 	raw := make(map[string]jetstream.KeyValue)
 	buckets := []struct {
 		name, descr string

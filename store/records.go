@@ -225,13 +225,20 @@ type JoinTicket struct {
 	ConsumedAt *time.Time `json:"consumed_at,omitempty"`
 }
 
-// Node is a game node's registry entry, key node_id in the nodes bucket,
-// written by the node's heartbeat.
+// Node is a node's registry entry, key "<role>.<node_id>" in the nodes
+// bucket, written by the node's heartbeat. Every role registers: game
+// nodes, relay nodes and hubs.
 type Node struct {
-	NodeID      string    `json:"node_id"`
-	WSURL       string    `json:"ws_url"`
-	UDPAddr     string    `json:"udp_addr,omitempty"`
-	Region      string    `json:"region,omitempty"`
+	Role   string `json:"role"` // RoleGame, RoleRelay or RoleHub; empty means RoleGame
+	NodeID string `json:"node_id"`
+	WSURL  string `json:"ws_url,omitempty"` // a game node's WebSocket URL
+	// Addresses are the role's other listeners by name ("udp", "quic"…).
+	Addresses map[string]string `json:"addresses,omitempty"`
+	UDPAddr   string            `json:"udp_addr,omitempty"`
+	Region    string            `json:"region,omitempty"`
+	// Load is the role's own measure of how busy the node is, 0 idle to
+	// 1 full; a game node reports Rooms and Connections as well.
+	Load        float64   `json:"load,omitempty"`
 	Rooms       int       `json:"rooms"`
 	Connections int       `json:"connections"`
 	Draining    bool      `json:"draining"`
