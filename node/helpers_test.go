@@ -225,7 +225,7 @@ func session(seat int) string { return fmt.Sprintf("sess-%d", seat) }
 func (e *env) admit(rec *store.Room, seat int) {
 	e.t.Helper()
 	ctx := context.Background()
-	req := &store.AdmitRequest{Room: rec, Seat: seat, Username: fmt.Sprintf("user%d", seat), SessionID: session(seat)}
+	req := &store.AdmitRequest{Settings: rec.Settings(), Seat: seat, Username: fmt.Sprintf("user%d", seat), SessionID: session(seat)}
 	if e.db == nil {
 		if _, err := e.srv.Commands().Admit(ctx, req); err != nil {
 			e.t.Fatalf("admit: %v", err)

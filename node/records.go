@@ -126,55 +126,26 @@ func (c seatChange) then(n seatChange) seatChange {
 func (c *seatChange) apply(r *store.Room, i int, heldAgain func(session string) bool) bool {
 	changed := false
 	if c.released != "" && !heldAgain(c.released) {
-		if st := r.Seat(i); st != nil && st.SessionID == c.released {
-			changed = r.RemoveSeat(i)
-		}
+		changed = r.ReleaseSeat(i, c.released)
 	}
-	st := r.Seat(i)
-	if st == nil {
-		if !c.ensure || c.op == opReleased || r.Status != store.StatusOpen || i >= r.MaxPlayers ||
-			r.SeatOfSession(c.session) != nil || r.SeatOfUser(c.username) != nil {
+	if r.Seat(i) == nil {
+		if !c.ensure || c.op == opReleased || !r.RestoreSeat(i, c.username, c.session, c.joinedAt) {
 			return changed
 		}
-		seat := store.Seat{Seat: i, Username: c.username, SessionID: c.session, Status: store.SeatJoined, JoinedAt: c.joinedAt}
-		switch c.op {
-		case opOnline:
-			at := c.at
-			seat.Status, seat.ConnectedAt = store.SeatOnline, &at
-		case opOffline:
-			seat.Status = store.SeatOffline
-		}
-		r.PutSeat(seat)
-		return true
-	}
-	if st.SessionID != c.session {
-		return changed
+		changed = true
 	}
 	switch c.op {
 	case opReleased:
 		if heldAgain(c.session) {
 			return changed
 		}
-		return r.RemoveSeat(i) || changed
+		return r.ReleaseSeat(i, c.session) || changed
 	case opJoined:
-		if st.Status == store.SeatJoined {
-			return changed
-		}
-		st.Status, st.ConnectedAt = store.SeatJoined, nil
-		return true
+		return r.SetSeatStatus(i, c.session, store.SeatJoined, time.Time{}) || changed
 	case opOnline:
-		if st.Status == store.SeatOnline && st.ConnectedAt != nil && st.ConnectedAt.Equal(c.at) {
-			return changed
-		}
-		at := c.at
-		st.Status, st.ConnectedAt = store.SeatOnline, &at
-		return true
+		return r.SetSeatStatus(i, c.session, store.SeatOnline, c.at) || changed
 	case opOffline:
-		if st.Status == store.SeatOffline {
-			return changed
-		}
-		st.Status = store.SeatOffline
-		return true
+		return r.SetSeatStatus(i, c.session, store.SeatOffline, time.Time{}) || changed
 	}
 	return changed
 }
@@ -239,43 +210,20 @@ func (c *roomChange) then(n *roomChange) {
 func (c *roomChange) apply(r *store.Room, heldAgain func(seat int, session string) bool) bool {
 	changed := false
 	if c.playing {
-		changed = markPlaying(r, c.startedAt) || changed
+		changed = r.MarkPlaying(c.startedAt) || changed
 	}
 	for i := range c.seats {
 		if c.seats[i].session != "" {
 			changed = c.seats[i].apply(r, i, func(session string) bool { return heldAgain(i, session) }) || changed
 		}
 	}
-	if c.ending && r.Status != store.StatusClosed && (r.State != store.StateEnding || r.Status != store.StatusClosing) {
-		r.State, r.Status = store.StateEnding, store.StatusClosing
-		if r.CloseReason == "" {
-			r.CloseReason = c.endReason
-			if len(c.endResult) > 0 {
-				r.CloseResult = append([]byte(nil), c.endResult...)
-			}
-		}
-		changed = true
+	if c.ending {
+		changed = r.MarkEnding(c.endReason, c.endResult) || changed
 	}
-	if c.closed && r.Status != store.StatusClosed {
-		r.Status, r.State = store.StatusClosed, store.StateEnding
-		if r.CloseReason == "" {
-			r.CloseReason = c.closeReason
-		}
-		at := c.closedAt
-		r.ClosedAt = &at
-		changed = true
+	if c.closed {
+		changed = r.MarkClosed(c.closeReason, c.closedAt) || changed
 	}
 	return changed
-}
-
-// markPlaying marks a waiting record playing since at, and reports
-// whether it changed.
-func markPlaying(r *store.Room, at time.Time) bool {
-	if r.State != store.StateWaiting || r.StartedAt != nil {
-		return false
-	}
-	r.State, r.StartedAt = store.StatePlaying, &at
-	return true
 }
 
 // RoomEvent implements rooms.Observer.

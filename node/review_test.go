@@ -450,7 +450,7 @@ func TestReadmitAfterRelease(t *testing.T) {
 				waitFor(t, "seat 0 released in the record", func() bool { return getRoom().Seat(0) == nil })
 			}
 			// Control admits the session again (C1 again).
-			if _, err := e.srv.Commands().Admit(ctx, &store.AdmitRequest{Room: getRoom(), Seat: 0, Username: "user0", SessionID: session(0)}); err != nil {
+			if _, err := e.srv.Commands().Admit(ctx, &store.AdmitRequest{Settings: getRoom().Settings(), Seat: 0, Username: "user0", SessionID: session(0)}); err != nil {
 				t.Fatal(err)
 			}
 			b.nc.Close() // a later change, to know when the record caught up

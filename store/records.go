@@ -75,6 +75,35 @@ type Room struct {
 	Seats                  []Seat          `json:"seats"`
 }
 
+// RoomSettings are what a game node needs to run a room: the settings
+// the game backend chose at creation, none of the record's state.
+type RoomSettings struct {
+	RoomID                 string    `json:"room_id"`
+	SyncMode               string    `json:"sync_mode"`
+	TickRate               int       `json:"tick_rate"`
+	MaxPlayers             int       `json:"max_players"`
+	StartMode              string    `json:"start_mode"`
+	ReconnectWindowSeconds int       `json:"reconnect_window_seconds"`
+	MaxDurationSeconds     int       `json:"max_duration_seconds"`
+	SnapshotIntervalFrames int       `json:"snapshot_interval_frames"`
+	CreatedAt              time.Time `json:"created_at"`
+}
+
+// Settings returns the room's settings.
+func (r *Room) Settings() RoomSettings {
+	return RoomSettings{
+		RoomID:                 r.RoomID,
+		SyncMode:               r.SyncMode,
+		TickRate:               r.TickRate,
+		MaxPlayers:             r.MaxPlayers,
+		StartMode:              r.StartMode,
+		ReconnectWindowSeconds: r.ReconnectWindowSeconds,
+		MaxDurationSeconds:     r.MaxDurationSeconds,
+		SnapshotIntervalFrames: r.SnapshotIntervalFrames,
+		CreatedAt:              r.CreatedAt,
+	}
+}
+
 // Seat is a held seat of a room.
 type Seat struct {
 	Seat            int        `json:"seat"`

@@ -254,12 +254,12 @@ func (s *Server) refreshRoom(ctx context.Context, r *store.Room, now time.Time) 
 		}
 		return r, nil
 	}
-	if !expired(r, now) {
+	if !r.Expired(now) {
 		return r, nil
 	}
 	nr, err := s.db.UpdateRoom(ctx, r.RoomID, func(r *store.Room) error {
-		if r.Status != store.StatusClosed && expired(r, now) {
-			markClosed(r, "expired", now)
+		if r.Expired(now) {
+			r.MarkClosed(ReasonExpired, now)
 		}
 		return nil
 	})
@@ -269,22 +269,9 @@ func (s *Server) refreshRoom(ctx context.Context, r *store.Room, now time.Time) 
 	return nr, err
 }
 
-func expired(r *store.Room, now time.Time) bool {
-	return r.MaxDurationSeconds > 0 && !now.Before(r.CreatedAt.Add(time.Duration(r.MaxDurationSeconds)*time.Second))
-}
-
-// markClosed closes r in the record, as control does when the node cannot.
-func markClosed(r *store.Room, reason string, now time.Time) {
-	r.Status = store.StatusClosed
-	if r.State != store.StateEnding {
-		r.State = store.StateEnding
-	}
-	if r.CloseReason == "" {
-		r.CloseReason = reason
-	}
-	t := now.UTC()
-	r.ClosedAt = &t
-}
+// ReasonExpired is the close reason of a room past its
+// max_duration_seconds.
+const ReasonExpired = "expired"
 
 // getRoom: GET /server/v1/game/rooms/{room_id}.
 func (s *Server) getRoom(ctx context.Context, c *httpapi.Call) (int, any, error) {
