@@ -95,6 +95,8 @@ type DB struct {
 	roomW     *combiner // the room updates of this process, combined per room
 	nodeCache nodeCache // registry entries read recently
 
+	recentSessions recent[Session] // sessions read or written lately
+
 	mu         sync.Mutex
 	signingKey []byte // guarded by mu; nil until first read
 }

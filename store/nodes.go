@@ -111,10 +111,21 @@ func (db *DB) ListNodes(ctx context.Context) ([]*Node, error) {
 
 // ListRoleNodes returns the live entries of role sorted by node_id: those
 // the bucket's TTL has not expired and whose UpdatedAt is within
-// Config.NodeTTL of Config.Now().
+// Config.NodeTTL of Config.Now(). A list made less than
+// Config.NodeCacheTTL ago is not made again.
 func (db *DB) ListRoleNodes(ctx context.Context, role string) ([]*Node, error) {
 	if !validRole(role) {
 		return nil, fmt.Errorf("store: list nodes: role %q: %w", role, ErrInvalidID)
+	}
+	if nodes, ok := db.nodeCache.getList(role, db.cfg.Now()); ok {
+		live := make([]*Node, 0, len(nodes))
+		for _, n := range nodes {
+			if db.live(n) {
+				c := *n
+				live = append(live, &c)
+			}
+		}
+		return live, nil
 	}
 	keys, err := db.nodes.Keys(ctx, nodeKey(role, "*"))
 	if err != nil {
@@ -132,6 +143,12 @@ func (db *DB) ListRoleNodes(ctx context.Context, role string) ([]*Node, error) {
 		nodes = append(nodes, n)
 	}
 	slices.SortFunc(nodes, func(a, b *Node) int { return strings.Compare(a.NodeID, b.NodeID) })
+	cached := make([]*Node, len(nodes))
+	for i, n := range nodes {
+		c := *n
+		cached[i] = &c
+	}
+	db.nodeCache.putList(role, cached, db.cfg.Now())
 	return nodes, nil
 }
 
@@ -150,6 +167,37 @@ type nodeCache struct {
 
 	mu      sync.Mutex
 	entries map[string]cachedNode // guarded by mu; by key
+	lists   map[string]cachedList // guarded by mu; by role
+}
+
+type cachedList struct {
+	nodes []*Node // not modified
+	at    time.Time
+}
+
+func (c *nodeCache) getList(role string, now time.Time) ([]*Node, bool) {
+	if c.ttl <= 0 {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.lists[role]
+	if !ok || now.Sub(l.at) >= c.ttl || now.Before(l.at) {
+		return nil, false
+	}
+	return l.nodes, true
+}
+
+func (c *nodeCache) putList(role string, nodes []*Node, now time.Time) {
+	if c.ttl <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lists == nil {
+		c.lists = make(map[string]cachedList)
+	}
+	c.lists[role] = cachedList{nodes: nodes, at: now}
 }
 
 type cachedNode struct {
@@ -193,6 +241,7 @@ func (c *nodeCache) put(key string, n *Node, role string, now time.Time) {
 func (c *nodeCache) forget(role string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.lists, role)
 	for k, e := range c.entries {
 		if e.role == role {
 			delete(c.entries, k)
