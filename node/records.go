@@ -393,6 +393,49 @@ func (w *recordQueue) update(ctx context.Context, id string, c *roomChange) erro
 	return err
 }
 
+// takeBack closes in the records the rooms that node nodeID ran before
+// this process started (the same id, kept across restarts): their engine
+// state died with the old process, so their players could neither
+// resume nor be told; closing them with reason node_restarted lets C1
+// answer 409 room_not_open and the game backend see why, instead of
+// control admitting players into an empty engine room whose record still
+// shows the old seats. It returns the number of rooms closed.
+func (w *recordQueue) takeBack(ctx context.Context, nodeID string, runs func(roomID string) bool) (int, error) {
+	if w.db == nil {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, takeBackTimeout)
+	defer cancel()
+	old, err := w.db.RoomsOfNode(ctx, nodeID)
+	if err != nil {
+		return 0, fmt.Errorf("node: take back rooms: %w", err)
+	}
+	now := w.now().UTC()
+	closed := 0
+	for _, r := range old {
+		if runs(r.RoomID) {
+			continue
+		}
+		_, err := w.db.UpdateRoom(ctx, r.RoomID, func(rec *store.Room) error {
+			if rec.NodeID != nodeID || !rec.MarkClosed(store.CloseReasonNodeRestarted, now) {
+				return errNoChange
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			closed++
+		case errors.Is(err, errNoChange), errors.Is(err, store.ErrNotFound):
+		default:
+			return closed, fmt.Errorf("node: take back room %s: %w", r.RoomID, err)
+		}
+	}
+	return closed, nil
+}
+
+// takeBackTimeout bounds the records' take-back at start.
+const takeBackTimeout = 30 * time.Second
+
 // flush waits until every change made so far is written.
 func (w *recordQueue) flush(ctx context.Context) error {
 	w.mu.Lock()

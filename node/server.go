@@ -220,6 +220,15 @@ func (s *Server) start() {
 	s.bg.Go(func() { s.records.run(ctx) })
 	s.mu.Unlock()
 	if s.cfg.DB != nil {
+		// Before the first command: rooms of a previous process with this
+		// id are closed, not admitted into empty engine rooms.
+		n, err := s.records.takeBack(ctx, s.cfg.ID, func(id string) bool { return s.engine.Room(id) != nil })
+		switch {
+		case err != nil:
+			s.log.Warn("rooms of the previous run not closed; their joins may fail until they expire", "closed", n, "err", err)
+		case n > 0:
+			s.log.Info("closed the rooms of the previous run of this node", "rooms", n, "reason", store.CloseReasonNodeRestarted)
+		}
 		s.putNode(ctx)
 		s.bg.Go(func() { s.heartbeat(ctx) })
 	}

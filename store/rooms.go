@@ -139,3 +139,40 @@ func normalizeRoom(r *Room) {
 	}
 	sortSeats(r.Seats)
 }
+
+// CloseReasonNodeRestarted is the close reason of the rooms a game node
+// ran before it restarted: their engine state (seats' connections,
+// frames) died with the process.
+const CloseReasonNodeRestarted = "node_restarted"
+
+// RoomsOfNode returns the rooms assigned to node nodeID that are not
+// closed. It reads every room record: a node calls it once, when it
+// starts.
+func (db *DB) RoomsOfNode(ctx context.Context, nodeID string) ([]*Room, error) {
+	var out []*Room
+	err := db.scanRooms(ctx, func(r *Room) {
+		if r.NodeID == nodeID && r.Status != StatusClosed {
+			out = append(out, r)
+		}
+	})
+	return out, err
+}
+
+// scanRooms calls fn with every room record, in no particular order.
+func (db *DB) scanRooms(ctx context.Context, fn func(*Room)) error {
+	keys, err := db.rooms.Keys(ctx)
+	if err != nil {
+		return fmt.Errorf("store: scan rooms: %w", err)
+	}
+	for _, k := range keys {
+		r, err := db.GetRoom(ctx, k)
+		if err != nil {
+			if isNotFound(err) {
+				continue // deleted since we listed the keys
+			}
+			return err
+		}
+		fn(r)
+	}
+	return nil
+}
