@@ -20,6 +20,12 @@ const (
 	// DefaultSessionTTL is how long a login session lives after its last
 	// write.
 	DefaultSessionTTL = 30 * 24 * time.Hour
+	// DefaultSessionMaxAge is how long a login session lasts at most,
+	// however often it is refreshed.
+	DefaultSessionMaxAge = 90 * 24 * time.Hour
+	// DefaultMaxSessionsPerUser bounds the login sessions of one
+	// username; a login beyond it ends the user's oldest session.
+	DefaultMaxSessionsPerUser = 10
 	// DefaultTicketTTL is how long a join ticket record lives.
 	DefaultTicketTTL = 24 * time.Hour
 	// DefaultNodeTTL is how long a node entry lives after its last
@@ -34,6 +40,8 @@ const (
 	DefaultListLimit = 50
 	// MaxListLimit caps ListOptions.Limit.
 	MaxListLimit = 500
+	// MaxSessionsPerUserLimit caps Config.MaxSessionsPerUser.
+	MaxSessionsPerUserLimit = 500
 	// MaxIDLength is the longest id (room, session, node, ticket hash).
 	MaxIDLength = 128
 	// DefaultNodeCacheTTL is how long a registry entry read is used
@@ -54,6 +62,13 @@ type Config struct {
 	// SessionTTL is the lifetime of a session record after its last
 	// write. Zero means DefaultSessionTTL.
 	SessionTTL time.Duration
+	// SessionMaxAge is the absolute lifetime of a login session, which
+	// refresh does not extend. Zero means DefaultSessionMaxAge.
+	SessionMaxAge time.Duration
+	// MaxSessionsPerUser bounds the login sessions of one username: a
+	// login beyond it ends the oldest. Zero means
+	// DefaultMaxSessionsPerUser; at most MaxSessionsPerUserLimit.
+	MaxSessionsPerUser int
 	// TicketTTL is the lifetime of a join ticket record. Zero means
 	// DefaultTicketTTL.
 	TicketTTL time.Duration
@@ -89,6 +104,7 @@ type DB struct {
 	log       *slog.Logger
 	rooms     *backbone.KV[Room]
 	sessions  *backbone.KV[Session]
+	users     *backbone.KV[UserSessions]
 	tickets   *backbone.KV[JoinTicket]
 	nodes     *backbone.KV[Node]
 	config    jetstream.KeyValue
@@ -114,6 +130,13 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
 	}
+	if cfg.SessionMaxAge <= 0 {
+		cfg.SessionMaxAge = DefaultSessionMaxAge
+	}
+	if cfg.MaxSessionsPerUser <= 0 {
+		cfg.MaxSessionsPerUser = DefaultMaxSessionsPerUser
+	}
+	cfg.MaxSessionsPerUser = min(cfg.MaxSessionsPerUser, MaxSessionsPerUserLimit)
 	if cfg.TicketTTL <= 0 {
 		cfg.TicketTTL = DefaultTicketTTL
 	}
@@ -149,6 +172,7 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	}{
 		{"rooms", "switchboard rooms and seats", 0},
 		{"sessions", "switchboard login sessions", cfg.SessionTTL},
+		{"users", "switchboard login sessions by user", cfg.SessionTTL},
 		{"tickets", "switchboard join tickets", cfg.TicketTTL},
 		{"nodes", "switchboard node registry", cfg.NodeTTL},
 		{"config", "switchboard shared configuration", 0},
@@ -172,6 +196,7 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	}
 	db.rooms = backbone.NewKV[Room](raw["rooms"], kvc("room"))
 	db.sessions = backbone.NewKV[Session](raw["sessions"], kvc("session"))
+	db.users = backbone.NewKV[UserSessions](raw["users"], kvc("user"))
 	db.tickets = backbone.NewKV[JoinTicket](raw["tickets"], kvc("ticket"))
 	db.nodes = backbone.NewKV[Node](raw["nodes"], kvc("node"))
 	db.config = raw["config"]

@@ -205,12 +205,35 @@ func cloneTime(t *time.Time) *time.Time {
 
 // Session is a login session (C0), key session_id in the sessions bucket.
 type Session struct {
-	SessionID   string        `json:"session_id"`
-	Username    string        `json:"username"`
-	RefreshHash string        `json:"refresh_hash"` // hex SHA-256 of the refresh token
-	CreatedAt   time.Time     `json:"created_at"`
-	ExpiresAt   time.Time     `json:"expires_at"`
-	Rooms       []SessionRoom `json:"rooms"` // most recent first, at most MaxSessionRooms
+	SessionID   string    `json:"session_id"`
+	Username    string    `json:"username"`
+	RefreshHash string    `json:"refresh_hash"` // hex SHA-256 of the refresh token
+	CreatedAt   time.Time `json:"created_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	// RefreshUntil is the session's absolute end: refresh extends
+	// ExpiresAt up to it, never past it. CreateSession sets it to
+	// CreatedAt + Config.SessionMaxAge when zero.
+	RefreshUntil time.Time     `json:"refresh_until,omitzero"`
+	Rooms        []SessionRoom `json:"rooms"` // most recent first, at most MaxSessionRooms
+}
+
+// Refresh extends the session by lifetime from now, up to RefreshUntil,
+// and reports false (changing nothing) when the session has ended: past
+// ExpiresAt or RefreshUntil.
+func (s *Session) Refresh(now time.Time, lifetime time.Duration) bool {
+	until := s.RefreshUntil
+	if until.IsZero() { // a session from before RefreshUntil existed
+		until = s.CreatedAt.Add(DefaultSessionMaxAge)
+	}
+	if !now.Before(s.ExpiresAt) || !now.Before(until) {
+		return false
+	}
+	exp := now.Add(lifetime)
+	if exp.After(until) {
+		exp = until
+	}
+	s.ExpiresAt = exp.UTC()
+	return true
 }
 
 // SessionRoom is a room a login session joined.

@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/switchboardgg/switchboard/backbone"
 )
@@ -19,12 +22,78 @@ func (db *DB) CreateSession(ctx context.Context, s *Session) error {
 	if !validID(c.SessionID) {
 		return fmt.Errorf("store: create session %q: %w", c.SessionID, ErrInvalidID)
 	}
+	if c.RefreshUntil.IsZero() {
+		c.RefreshUntil = c.CreatedAt.Add(db.cfg.SessionMaxAge).UTC()
+	}
 	rev, err := db.sessions.Create(ctx, c.SessionID, &c)
 	if err != nil {
 		return storeErr("create", "session", c.SessionID, err)
 	}
+	evicted, err := db.trackSession(ctx, &c)
+	if err != nil {
+		// Untracked, it would escape the bound: better no session.
+		_ = db.sessions.Purge(context.WithoutCancel(ctx), c.SessionID)
+		return err
+	}
+	for _, id := range evicted {
+		if err := db.DeleteSession(ctx, id); err != nil {
+			db.log.Warn("the oldest login session of a user not ended", "err", err)
+		}
+	}
 	db.recentSessions.put(c.SessionID, &c, rev)
 	return nil
+}
+
+// UserSessions lists the login sessions of one username, oldest first,
+// at most Config.MaxSessionsPerUser; key "u<hex of SHA-256 of the
+// username, 32 digits>" in the users bucket. Sessions that ended (logout,
+// TTL) stay listed until pushed out: they only take a place.
+type UserSessions struct {
+	Sessions []UserSession `json:"sessions"`
+}
+
+// UserSession is an entry of [UserSessions].
+type UserSession struct {
+	SessionID string    `json:"session_id"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func userKey(username string) string {
+	h := sha256.Sum256([]byte(username))
+	return "u" + hex.EncodeToString(h[:16])
+}
+
+// trackSession adds s to its user's list and returns the sessions pushed
+// out of it. A user's first login creates the list (a write without a
+// read); later logins of the user update it with compare-and-set.
+func (db *DB) trackSession(ctx context.Context, s *Session) ([]string, error) {
+	key := userKey(s.Username)
+	entry := UserSession{SessionID: s.SessionID, CreatedAt: s.CreatedAt}
+	for range 3 { // the list may expire between the create and the update
+		_, err := db.users.Create(ctx, key, &UserSessions{Sessions: []UserSession{entry}})
+		if err == nil {
+			return nil, nil
+		}
+		if !errors.Is(err, backbone.ErrKeyExists) {
+			return nil, storeErr("create", "user", key, err)
+		}
+		var evicted []string
+		_, err = update(ctx, db.users, "user", key, func(u *UserSessions) error {
+			u.Sessions = append(u.Sessions, entry)
+			evicted = nil
+			if n := len(u.Sessions) - db.cfg.MaxSessionsPerUser; n > 0 {
+				for _, e := range u.Sessions[:n] {
+					evicted = append(evicted, e.SessionID)
+				}
+				u.Sessions = slices.Delete(u.Sessions, 0, n)
+			}
+			return nil
+		})
+		if !errors.Is(err, ErrNotFound) {
+			return evicted, err
+		}
+	}
+	return nil, fmt.Errorf("store: track session of user %s: %w", key, ErrConflict)
 }
 
 // GetSession returns the login session id, or an error wrapping
