@@ -433,6 +433,45 @@ func (w *recordQueue) takeBack(ctx context.Context, nodeID string, runs func(roo
 	return closed, nil
 }
 
+// purgeEvery is the period of the purge of closed rooms.
+const purgeEvery = 10 * time.Minute
+
+// purgeLoop deletes, at start and then every purgeEvery, the rooms closed
+// more than store.ClosedRoomRetention ago that this node ran, or whose
+// node is gone from the registry, so that closed rooms go even when
+// nobody reads them (control also deletes one it reads). Several nodes
+// may purge the same orphan; deleting twice is harmless.
+func (w *recordQueue) purgeLoop(ctx context.Context, nodeID string) {
+	if w.db == nil {
+		return
+	}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, purgeEvery/2)
+		n, err := w.db.PurgeClosedRooms(pctx, w.now().Add(-store.ClosedRoomRetention), func(r *store.Room) bool {
+			if r.NodeID == nodeID {
+				return true
+			}
+			_, err := w.db.GetNode(pctx, r.NodeID)
+			return errors.Is(err, store.ErrNotFound)
+		})
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			w.log.Warn("purge of closed rooms failed; retrying later", "purged", n, "err", err)
+		case n > 0:
+			w.log.Info("purged closed rooms", "rooms", n)
+		}
+		t.Reset(purgeEvery)
+	}
+}
+
 // takeBackTimeout bounds the records' take-back at start.
 const takeBackTimeout = 30 * time.Second
 

@@ -34,28 +34,7 @@ func TestRestartClosesRoomsOfThePreviousRun(t *testing.T) {
 		}
 	}
 
-	srv, err := node.New(node.Config{ID: "node-again", Logger: discard, DB: e.db, Backbone: e.bb, Signer: e.signer})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() {
-		if err := srv.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		if err := <-served; !errors.Is(err, node.ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
-	waitFor(t, "the restarted node registered", func() bool {
-		_, err := e.db.GetNode(ctx, "node-again")
-		return err == nil
-	})
+	startNode(t, e, "node-again")
 	// It registers after the take-back: the record is closed by now.
 	get := func(id string) *store.Room {
 		r, err := e.db.GetRoom(ctx, id)
@@ -72,5 +51,65 @@ func TestRestartClosesRoomsOfThePreviousRun(t *testing.T) {
 	}
 	if r := get("done"); r.CloseReason != "finished" {
 		t.Errorf("a room closed before: reason %q, want finished", r.CloseReason)
+	}
+}
+
+// startNode starts another node of e's deployment with id, and waits for
+// its registry entry (written after the take-back).
+func startNode(t *testing.T, e *env, id string) {
+	t.Helper()
+	srv, err := node.New(node.Config{ID: id, Logger: discard, DB: e.db, Backbone: e.bb, Signer: e.signer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-served; !errors.Is(err, node.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	waitFor(t, "node "+id+" registered", func() bool {
+		_, err := e.db.GetNode(context.Background(), id)
+		return err == nil
+	})
+}
+
+// Closed rooms are purged in the background once past their retention,
+// even when nobody reads them: the node purges its own and those of nodes
+// gone from the registry, not those of a live node nor recent ones.
+func TestClosedRoomsPurgedInBackground(t *testing.T) {
+	e := newEnv(t, true, nil) // runs node-test, a live node
+	ctx := context.Background()
+	long := time.Now().Add(-store.ClosedRoomRetention - time.Hour)
+	rooms := map[string]*store.Room{
+		"old-mine":   record("old-mine", func(r *store.Room) { r.NodeID = "node-purger"; r.MarkClosed("done", long) }),
+		"old-orphan": record("old-orphan", func(r *store.Room) { r.NodeID = "node-gone"; r.MarkClosed("done", long) }),
+		"old-live":   record("old-live", func(r *store.Room) { r.NodeID = "node-test"; r.MarkClosed("done", long) }),
+		"recent":     record("recent", func(r *store.Room) { r.NodeID = "node-purger"; r.MarkClosed("done", time.Now()) }),
+		"open":       record("open", func(r *store.Room) { r.NodeID = "node-purger" }),
+	}
+	for _, r := range rooms {
+		if err := e.db.CreateRoom(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startNode(t, e, "node-purger")
+	gone := func(id string) bool {
+		_, err := e.db.GetRoom(ctx, id)
+		return errors.Is(err, store.ErrNotFound)
+	}
+	waitFor(t, "old closed rooms purged", func() bool { return gone("old-mine") && gone("old-orphan") })
+	for _, id := range []string{"old-live", "recent", "open"} {
+		if gone(id) {
+			t.Errorf("room %s purged", id)
+		}
 	}
 }

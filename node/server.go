@@ -231,6 +231,7 @@ func (s *Server) start() {
 		}
 		s.putNode(ctx)
 		s.bg.Go(func() { s.heartbeat(ctx) })
+		s.bg.Go(func() { s.records.purgeLoop(ctx, s.cfg.ID) })
 	}
 	if s.cfg.Backbone != nil {
 		stop, err := store.ServeCommands(s.cfg.Backbone, s.cfg.ID, commands{s})

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // ListOptions selects a page of rooms for [DB.ListRooms].
@@ -175,4 +176,28 @@ func (db *DB) scanRooms(ctx context.Context, fn func(*Room)) error {
 		fn(r)
 	}
 	return nil
+}
+
+// ClosedRoomRetention is how long a closed room stays readable before it
+// is purged.
+const ClosedRoomRetention = 24 * time.Hour
+
+// PurgeClosedRooms deletes the rooms closed before cutoff for which mine
+// returns true, and returns how many it deleted. It reads every room
+// record: it runs in the background, every few minutes.
+func (db *DB) PurgeClosedRooms(ctx context.Context, cutoff time.Time, mine func(*Room) bool) (int, error) {
+	var old []string
+	if err := db.scanRooms(ctx, func(r *Room) {
+		if r.Status == StatusClosed && r.ClosedAt != nil && r.ClosedAt.Before(cutoff) && mine(r) {
+			old = append(old, r.RoomID)
+		}
+	}); err != nil {
+		return 0, err
+	}
+	for i, id := range old {
+		if err := db.DeleteRoom(ctx, id); err != nil {
+			return i, err
+		}
+	}
+	return len(old), nil
 }

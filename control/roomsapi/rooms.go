@@ -15,7 +15,7 @@ import (
 
 // closedRoomRetention is how long a closed room stays readable; control
 // deletes older closed rooms when it reads them.
-const closedRoomRetention = 24 * time.Hour
+const closedRoomRetention = store.ClosedRoomRetention
 
 // roomJSON is the room object of rooms spec §4 "Resolved details", plus
 // region, metadata and close_reason when set.
