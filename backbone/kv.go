@@ -233,6 +233,20 @@ func (b *KV[T]) Keys(ctx context.Context, filters ...string) ([]string, error) {
 	return keys, nil
 }
 
+// AnyKey reports whether a key matches the subject filters, reading at
+// most one key.
+func (b *KV[T]) AnyKey(ctx context.Context, filters ...string) (bool, error) {
+	lister, err := b.kv.ListKeysFiltered(ctx, filters...)
+	if err != nil {
+		return false, fmt.Errorf("backbone: list %s keys: %w", b.cfg.Name, err)
+	}
+	defer func() { _ = lister.Stop() }()
+	for range lister.Keys() {
+		return true, nil
+	}
+	return false, nil
+}
+
 // Backoff pauses before compare-and-set attempt attempt+1: nothing after
 // the first conflict, then a random time up to attempt ms, capped at 50
 // ms, so that writers that collided spread out. It returns ctx's error if

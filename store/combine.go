@@ -170,7 +170,7 @@ func (c *combiner) apply(ctx context.Context, id string, batch []*roomOp) (*Room
 		)
 		if fromCache {
 			r, rev = cached.room.Clone(), cached.rev
-		} else if r, rev, err = c.db.rooms.Get(ctx, id); err != nil {
+		} else if r, rev, err = c.db.rooms.Get(ctx, roomKey(id)); err != nil {
 			c.forget(id)
 			return nil, nil, storeErr("update", "room", id, err)
 		}
@@ -196,7 +196,7 @@ func (c *combiner) apply(ctx context.Context, id string, batch []*roomOp) (*Room
 		if !written {
 			return nil, errs, nil
 		}
-		nrev, err := c.db.rooms.UpdateAt(ctx, id, r, rev)
+		nrev, err := c.db.rooms.UpdateAt(ctx, roomKey(id), r, rev)
 		if err == nil {
 			c.remember(id, r, nrev)
 			return r, errs, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -112,6 +113,7 @@ type DB struct {
 	nodeCache nodeCache // registry entries read recently
 
 	recentSessions recent[Session] // sessions read or written lately
+	keysListed     atomic.Int64    // room keys listed by ListRooms (for tests)
 
 	mu         sync.Mutex
 	signingKey []byte // guarded by mu; nil until first read

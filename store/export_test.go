@@ -14,3 +14,6 @@ func bucketStatus(ctx context.Context, db *DB, name string) (jetstream.KeyValueS
 	}
 	return nil, jetstream.ErrBucketNotFound
 }
+
+// KeysListed returns the room keys ListRooms listed so far.
+func (db *DB) KeysListed() int64 { return db.keysListed.Load() }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -29,7 +30,7 @@ func (db *DB) CreateRoom(ctx context.Context, r *Room) error {
 	if !validID(c.RoomID) {
 		return fmt.Errorf("store: create room %q: %w", c.RoomID, ErrInvalidID)
 	}
-	rev, err := db.rooms.Create(ctx, c.RoomID, c)
+	rev, err := db.rooms.Create(ctx, roomKey(c.RoomID), c)
 	if err != nil {
 		return storeErr("create", "room", c.RoomID, err)
 	}
@@ -39,9 +40,12 @@ func (db *DB) CreateRoom(ctx context.Context, r *Room) error {
 
 // GetRoom returns the room id, or an error wrapping ErrNotFound.
 func (db *DB) GetRoom(ctx context.Context, id string) (*Room, error) {
-	r, _, err := get[Room](ctx, db.rooms, "room", id)
+	if !validID(id) {
+		return nil, fmt.Errorf("store: get room %q: %w", id, ErrNotFound)
+	}
+	r, _, err := db.rooms.Get(ctx, roomKey(id))
 	if err != nil {
-		return nil, err
+		return nil, storeErr("get", "room", id, err)
 	}
 	normalizeRoom(r)
 	return r, nil
@@ -72,16 +76,33 @@ func (db *DB) UpdateRoom(ctx context.Context, id string, fn func(*Room) error) (
 // DeleteRoom removes room id. Deleting a missing room is not an error.
 func (db *DB) DeleteRoom(ctx context.Context, id string) error {
 	db.roomW.forget(id)
-	return purge(ctx, db.rooms, "room", id)
+	if !validID(id) {
+		return nil
+	}
+	if err := db.rooms.Purge(ctx, roomKey(id)); err != nil {
+		return storeErr("delete", "room", id, err)
+	}
+	return nil
 }
+
+// roomKey is the key of room id: "<first character of id>.<id>". The
+// first character groups the keys (64 groups), so that a page of
+// ListRooms lists the keys of the groups it spans, not every key.
+func roomKey(id string) string { return id[:1] + "." + id }
+
+// roomGroups are the first characters of room ids, in byte order.
+const roomGroups = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
 
 // ListRooms returns up to opts.Limit rooms in room_id order, starting
 // after opts.PageToken, and the token of the next page. The token is ""
 // when there are no more rooms; a full page may be followed by an empty
 // one. A token that ListRooms did not issue is ErrInvalidPageToken.
 //
-// ListRooms reads every key, then the records of the page: its cost grows
-// with the number of rooms in the bucket.
+// A page lists the keys of the key groups (first characters of room ids)
+// it spans, from the token's on, one group then twice as many at each
+// step, and reads records until the page is full: its cost grows with
+// the rooms of those groups and the rooms the status filter skips, not
+// with every room of the bucket.
 func (db *DB) ListRooms(ctx context.Context, opts ListOptions) ([]*Room, string, error) {
 	limit := opts.Limit
 	if limit <= 0 {
@@ -96,40 +117,75 @@ func (db *DB) ListRooms(ctx context.Context, opts ListOptions) ([]*Room, string,
 		}
 		after = string(b)
 	}
-
-	all, err := db.rooms.Keys(ctx)
-	if err != nil {
-		return nil, "", fmt.Errorf("store: list rooms: %w", err)
+	g := 0
+	if after != "" {
+		g = strings.IndexByte(roomGroups, after[0])
 	}
-	var keys []string
-	for _, k := range all {
-		if k > after {
-			keys = append(keys, k)
-		}
-	}
-	slices.Sort(keys)
-
-	rooms := make([]*Room, 0, min(limit, len(keys)))
-	for i, k := range keys {
-		r, err := db.GetRoom(ctx, k)
+	var rooms []*Room
+	for span := 1; g < len(roomGroups); span *= 2 {
+		n := min(span, len(roomGroups)-g)
+		ids, err := db.roomIDs(ctx, roomGroups[g:g+n], after)
 		if err != nil {
-			if isNotFound(err) {
-				continue // deleted since we listed the keys
-			}
 			return nil, "", err
 		}
-		if opts.Status != "" && r.Status != opts.Status {
-			continue
-		}
-		rooms = append(rooms, r)
-		if len(rooms) == limit {
-			if i == len(keys)-1 {
+		g += n
+		for i, id := range ids {
+			r, err := db.GetRoom(ctx, id)
+			if err != nil {
+				if isNotFound(err) {
+					continue // deleted since we listed the keys
+				}
+				return nil, "", err
+			}
+			if opts.Status != "" && r.Status != opts.Status {
+				continue
+			}
+			rooms = append(rooms, r)
+			if len(rooms) < limit {
+				continue
+			}
+			more := i < len(ids)-1
+			if !more && g < len(roomGroups) {
+				if more, err = db.rooms.AnyKey(ctx, groupFilters(roomGroups[g:])...); err != nil {
+					return nil, "", fmt.Errorf("store: list rooms: %w", err)
+				}
+			}
+			if !more {
 				return rooms, "", nil
 			}
-			return rooms, base64.RawURLEncoding.EncodeToString([]byte(k)), nil
+			return rooms, base64.RawURLEncoding.EncodeToString([]byte(id)), nil
 		}
 	}
+	if rooms == nil {
+		rooms = []*Room{}
+	}
 	return rooms, "", nil
+}
+
+// roomIDs returns the ids of the rooms of the key groups, after after,
+// sorted.
+func (db *DB) roomIDs(ctx context.Context, groups, after string) ([]string, error) {
+	keys, err := db.rooms.Keys(ctx, groupFilters(groups)...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list rooms: %w", err)
+	}
+	db.keysListed.Add(int64(len(keys)))
+	ids := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if _, id, ok := strings.Cut(k, "."); ok && id > after {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+func groupFilters(groups string) []string {
+	f := make([]string, len(groups))
+	for i := range len(groups) {
+		f[i] = groups[i:i+1] + ".*"
+	}
+	return f
 }
 
 // normalizeRoom sorts the seats and turns nil slices into empty ones so
@@ -166,7 +222,8 @@ func (db *DB) scanRooms(ctx context.Context, fn func(*Room)) error {
 		return fmt.Errorf("store: scan rooms: %w", err)
 	}
 	for _, k := range keys {
-		r, err := db.GetRoom(ctx, k)
+		_, id, _ := strings.Cut(k, ".")
+		r, err := db.GetRoom(ctx, id)
 		if err != nil {
 			if isNotFound(err) {
 				continue // deleted since we listed the keys
