@@ -229,9 +229,6 @@ func (s *Server) start() {
 		case n > 0:
 			s.log.Info("closed the rooms of the previous run of this node", "rooms", n, "reason", store.CloseReasonNodeRestarted)
 		}
-		s.putNode(ctx)
-		s.bg.Go(func() { s.heartbeat(ctx) })
-		s.bg.Go(func() { s.records.purgeLoop(ctx, s.cfg.ID) })
 	}
 	if s.cfg.Backbone != nil {
 		stop, err := store.ServeCommands(s.cfg.Backbone, s.cfg.ID, commands{s})
@@ -242,6 +239,12 @@ func (s *Server) start() {
 		s.mu.Lock()
 		s.stopCmds = stop
 		s.mu.Unlock()
+	}
+	if s.cfg.DB != nil {
+		// Registered once it serves commands.
+		s.putNode(ctx)
+		s.bg.Go(func() { s.heartbeat(ctx) })
+		s.bg.Go(func() { s.records.purgeLoop(ctx, s.cfg.ID) })
 	}
 	s.log.Info("game node serving", "ws_url", s.wsURL)
 }
