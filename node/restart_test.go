@@ -35,7 +35,6 @@ func TestRestartClosesRoomsOfThePreviousRun(t *testing.T) {
 	}
 
 	startNode(t, e, "node-again")
-	// It registers after the take-back: the record is closed by now.
 	get := func(id string) *store.Room {
 		r, err := e.db.GetRoom(ctx, id)
 		if err != nil {
@@ -43,6 +42,7 @@ func TestRestartClosesRoomsOfThePreviousRun(t *testing.T) {
 		}
 		return r
 	}
+	waitFor(t, "the room of the previous run closed", func() bool { return get("old").Status == store.StatusClosed })
 	if r := get("old"); r.Status != store.StatusClosed || r.CloseReason != store.CloseReasonNodeRestarted || r.ClosedAt == nil {
 		t.Errorf("room of the previous run: status %s reason %q; want closed, %s", r.Status, r.CloseReason, store.CloseReasonNodeRestarted)
 	}
@@ -55,7 +55,7 @@ func TestRestartClosesRoomsOfThePreviousRun(t *testing.T) {
 }
 
 // startNode starts another node of e's deployment with id, and waits for
-// its registry entry (written after the take-back).
+// its registry entry.
 func startNode(t *testing.T, e *env, id string) {
 	t.Helper()
 	srv, err := node.New(node.Config{ID: id, Logger: discard, DB: e.db, Backbone: e.bb, Signer: e.signer})
@@ -86,13 +86,13 @@ func startNode(t *testing.T, e *env, id string) {
 // even when nobody reads them: the node purges its own and those of nodes
 // gone from the registry, not those of a live node nor recent ones.
 func TestClosedRoomsPurgedInBackground(t *testing.T) {
-	e := newEnv(t, true, nil) // runs node-test, a live node
+	e := newEnv(t, true, nil)
 	ctx := context.Background()
 	long := time.Now().Add(-store.ClosedRoomRetention - time.Hour)
 	rooms := map[string]*store.Room{
 		"old-mine":   record("old-mine", func(r *store.Room) { r.NodeID = "node-purger"; r.MarkClosed("done", long) }),
 		"old-orphan": record("old-orphan", func(r *store.Room) { r.NodeID = "node-gone"; r.MarkClosed("done", long) }),
-		"old-live":   record("old-live", func(r *store.Room) { r.NodeID = "node-test"; r.MarkClosed("done", long) }),
+		"old-live":   record("old-live", func(r *store.Room) { r.NodeID = "node-other"; r.MarkClosed("done", long) }),
 		"recent":     record("recent", func(r *store.Room) { r.NodeID = "node-purger"; r.MarkClosed("done", time.Now()) }),
 		"open":       record("open", func(r *store.Room) { r.NodeID = "node-purger" }),
 	}
@@ -100,6 +100,9 @@ func TestClosedRoomsPurgedInBackground(t *testing.T) {
 		if err := e.db.CreateRoom(ctx, r); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := e.db.PutNode(ctx, &store.Node{NodeID: "node-other"}); err != nil { // live, not purging
+		t.Fatal(err)
 	}
 	startNode(t, e, "node-purger")
 	gone := func(id string) bool {

@@ -43,6 +43,7 @@ type Server struct {
 
 	startOnce sync.Once
 	startErr  error
+	startDone chan struct{} // closed when start returned
 
 	mu       sync.Mutex
 	closed   bool
@@ -110,12 +111,13 @@ func New(cfg Config) (*Server, error) {
 	cfg.ReadBurst = max(cfg.ReadBurst, cfg.ReadLimit+ws.MaxHeaderSize)
 
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		tickets: newTicketCache(cfg.MaxTicketCache),
-		conns:   make(map[*conn]struct{}),
-		wsURL:   cfg.WSURL,
-		started: cfg.Now().UTC(),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		tickets:   newTicketCache(cfg.MaxTicketCache),
+		conns:     make(map[*conn]struct{}),
+		wsURL:     cfg.WSURL,
+		started:   cfg.Now().UTC(),
+		startDone: make(chan struct{}),
 	}
 	s.records = newRecordQueue(cfg.DB, cfg.UpdateTimeout, cfg.Now, cfg.Logger)
 	rc := cfg.Rooms
@@ -205,8 +207,15 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
+// Started returns a channel closed once Serve has started the node: the
+// rooms of its previous run closed, the commands served and the registry
+// entry written (or the start failed, or the node was closed first). A
+// deployment waits for it before saying it is ready.
+func (s *Server) Started() <-chan struct{} { return s.startDone }
+
 // start runs the background goroutines.
 func (s *Server) start() {
+	defer close(s.startDone)
 	ctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
 	if s.closed {
@@ -237,8 +246,14 @@ func (s *Server) start() {
 			return
 		}
 		s.mu.Lock()
-		s.stopCmds = stop
+		closed := s.closed
+		if !closed {
+			s.stopCmds = stop
+		}
 		s.mu.Unlock()
+		if closed { // Close ran meanwhile and found nothing to stop
+			_ = stop()
+		}
 	}
 	if s.cfg.DB != nil {
 		// Registered once it serves commands.

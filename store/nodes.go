@@ -62,17 +62,17 @@ func (db *DB) GetRoleNode(ctx context.Context, role, id string) (*Node, error) {
 		return nil, fmt.Errorf("store: get node %s %q: %w", role, id, ErrNotFound)
 	}
 	key := nodeKey(role, id)
-	n, ok := db.nodeCache.get(key, db.cfg.Now())
+	n, gen, ok := db.nodeCache.get(key, db.cfg.Now())
 	if !ok {
 		var err error
 		n, _, err = db.nodes.Get(ctx, key)
 		if err != nil {
 			if isNotFound(storeErr("get", "node", key, err)) {
-				db.nodeCache.put(key, nil, role, db.cfg.Now())
+				db.nodeCache.put(key, nil, role, db.cfg.Now(), gen)
 			}
 			return nil, storeErr("get", "node", key, err)
 		}
-		db.nodeCache.put(key, n, role, db.cfg.Now())
+		db.nodeCache.put(key, n, role, db.cfg.Now(), gen)
 	}
 	if n == nil {
 		return nil, fmt.Errorf("store: get node %s: %w", key, ErrNotFound)
@@ -117,7 +117,8 @@ func (db *DB) ListRoleNodes(ctx context.Context, role string) ([]*Node, error) {
 	if !validRole(role) {
 		return nil, fmt.Errorf("store: list nodes: role %q: %w", role, ErrInvalidID)
 	}
-	if nodes, ok := db.nodeCache.getList(role, db.cfg.Now()); ok {
+	nodes, gen, ok := db.nodeCache.getList(role, db.cfg.Now())
+	if ok {
 		live := make([]*Node, 0, len(nodes))
 		for _, n := range nodes {
 			if db.live(n) {
@@ -131,7 +132,7 @@ func (db *DB) ListRoleNodes(ctx context.Context, role string) ([]*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: list %s nodes: %w", role, err)
 	}
-	nodes := make([]*Node, 0, len(keys))
+	nodes = make([]*Node, 0, len(keys))
 	for _, k := range keys {
 		n, err := db.GetRoleNode(ctx, role, strings.TrimPrefix(k, role+"."))
 		if err != nil {
@@ -148,7 +149,9 @@ func (db *DB) ListRoleNodes(ctx context.Context, role string) ([]*Node, error) {
 		c := *n
 		cached[i] = &c
 	}
-	db.nodeCache.putList(role, cached, db.cfg.Now())
+	if len(cached) > 0 { // "none" is not remembered: the first node is awaited
+		db.nodeCache.putList(role, cached, db.cfg.Now(), gen)
+	}
 	return nodes, nil
 }
 
@@ -166,6 +169,7 @@ type nodeCache struct {
 	ttl time.Duration // 0: nothing is remembered
 
 	mu      sync.Mutex
+	gen     uint64                // guarded by mu; counts forget calls
 	entries map[string]cachedNode // guarded by mu; by key
 	lists   map[string]cachedList // guarded by mu; by role
 }
@@ -175,25 +179,26 @@ type cachedList struct {
 	at    time.Time
 }
 
-func (c *nodeCache) getList(role string, now time.Time) ([]*Node, bool) {
-	if c.ttl <= 0 {
-		return nil, false
-	}
+// getList returns the list of role if it is fresh, and else the
+// generation to hand to putList.
+func (c *nodeCache) getList(role string, now time.Time) ([]*Node, uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l, ok := c.lists[role]
-	if !ok || now.Sub(l.at) >= c.ttl || now.Before(l.at) {
-		return nil, false
+	if c.ttl <= 0 || !ok || now.Sub(l.at) >= c.ttl || now.Before(l.at) {
+		return nil, c.gen, false
 	}
-	return l.nodes, true
+	return l.nodes, c.gen, true
 }
 
-func (c *nodeCache) putList(role string, nodes []*Node, now time.Time) {
-	if c.ttl <= 0 {
-		return
-	}
+// putList remembers the list of role, read since generation gen: not if
+// this process wrote the registry since (it may not be in the list).
+func (c *nodeCache) putList(role string, nodes []*Node, now time.Time, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ttl <= 0 || gen != c.gen {
+		return
+	}
 	if c.lists == nil {
 		c.lists = make(map[string]cachedList)
 	}
@@ -206,25 +211,26 @@ type cachedNode struct {
 	at   time.Time
 }
 
-func (c *nodeCache) get(key string, now time.Time) (*Node, bool) {
-	if c.ttl <= 0 {
-		return nil, false
-	}
+// get returns the entry of key if it is fresh, and else the generation
+// to hand to put.
+func (c *nodeCache) get(key string, now time.Time) (*Node, uint64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[key]
-	if !ok || now.Sub(e.at) >= c.ttl || now.Before(e.at) {
-		return nil, false
+	if c.ttl <= 0 || !ok || now.Sub(e.at) >= c.ttl || now.Before(e.at) {
+		return nil, c.gen, false
 	}
-	return e.node, true
+	return e.node, c.gen, true
 }
 
-func (c *nodeCache) put(key string, n *Node, role string, now time.Time) {
-	if c.ttl <= 0 {
-		return
-	}
+// put remembers the entry of key, read since generation gen: not if this
+// process wrote the registry since.
+func (c *nodeCache) put(key string, n *Node, role string, now time.Time, gen uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.ttl <= 0 || gen != c.gen {
+		return
+	}
 	if c.entries == nil {
 		c.entries = make(map[string]cachedNode)
 	}
@@ -241,6 +247,7 @@ func (c *nodeCache) put(key string, n *Node, role string, now time.Time) {
 func (c *nodeCache) forget(role string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
 	delete(c.lists, role)
 	for k, e := range c.entries {
 		if e.role == role {

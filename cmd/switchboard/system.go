@@ -60,6 +60,10 @@ type systemOptions struct {
 	frameRetention time.Duration // node: frames kept for FRAME_REQ and resume
 }
 
+// nodeStartTimeout bounds the wait for the game node's registration
+// before the ready file is written.
+const nodeStartTimeout = 30 * time.Second
+
 // readyInfo is the JSON of --ready-file.
 type readyInfo struct {
 	API       string `json:"api,omitempty"`
@@ -152,6 +156,7 @@ func runSystem(ctx context.Context, out io.Writer, o systemOptions) error {
 		}()
 	}
 	var shutdowns []func(context.Context) error
+	var nodeStarted <-chan struct{} // of the game node, when this process runs one
 
 	if o.roles&roleControl != 0 {
 		if o.serverKey == "" {
@@ -199,6 +204,7 @@ func runSystem(ctx context.Context, out io.Writer, o systemOptions) error {
 			return err
 		}
 		serve("node", func() error { return n.Serve(ln) })
+		nodeStarted = n.Started()
 		// The node drains first (ERROR 10 to its players), so it is
 		// shut down before the API.
 		shutdowns = append([]func(context.Context) error{n.Shutdown}, shutdowns...)
@@ -216,6 +222,15 @@ func runSystem(ctx context.Context, out io.Writer, o systemOptions) error {
 		ready.Admin = "http://" + ln.Addr().String()
 	}
 
+	// Ready once the node serves commands and is in the registry, so that
+	// a room can be created at once.
+	if nodeStarted != nil {
+		select {
+		case <-nodeStarted:
+		case <-time.After(nodeStartTimeout):
+			log.Warn("the game node has not registered yet; creating rooms may fail until it has", "waited", nodeStartTimeout)
+		}
+	}
 	if o.readyFile != "" {
 		if err := writeJSONAtomic(o.readyFile, ready); err != nil {
 			return err
