@@ -251,17 +251,6 @@ func create[T any](ctx context.Context, kv *backbone.KV[T], what, id string, v *
 	return nil
 }
 
-// put stores v under id unconditionally.
-func put[T any](ctx context.Context, kv *backbone.KV[T], what, id string, v *T) error {
-	if !validID(id) {
-		return fmt.Errorf("store: put %s %q: %w", what, id, ErrInvalidID)
-	}
-	if _, err := kv.Put(ctx, id, v); err != nil {
-		return storeErr("put", what, id, err)
-	}
-	return nil
-}
-
 // get reads the record id and returns its revision.
 func get[T any](ctx context.Context, kv *backbone.KV[T], what, id string) (*T, uint64, error) {
 	if !validID(id) {
