@@ -123,15 +123,34 @@ func (c *combiner) lead(id string, q *roomQueue) {
 	q.waiting = append(q.waiting[:0], q.waiting[n:]...)
 	c.mu.Unlock()
 
+	defer func() {
+		if p := recover(); p != nil { // an update's fn panicked: fail the batch, pass the lead on
+			for _, op := range batch {
+				select {
+				case <-op.done:
+				default:
+					op.err = fmt.Errorf("store: update room %s: panic in an update", id)
+					close(op.done)
+				}
+			}
+			c.handOff(id, q)
+			panic(p)
+		}
+	}()
 	c.write(id, batch)
+	c.handOff(id, q)
+}
 
+// handOff gives the lead of room id to the oldest waiting update, or
+// forgets the room when none waits.
+func (c *combiner) handOff(id string, q *roomQueue) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(q.waiting) == 0 {
 		delete(c.rooms, id)
-	} else {
-		close(q.waiting[0].lead)
+		return
 	}
-	c.mu.Unlock()
+	close(q.waiting[0].lead)
 }
 
 // write applies the batch to the record and writes it, and gives each

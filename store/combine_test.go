@@ -132,3 +132,25 @@ func TestUpdateRoomNotRefusedOnStaleCopy(t *testing.T) {
 		t.Fatalf("UpdateRoom = %+v, %v; want u2 seated", got, err)
 	}
 }
+
+// An update whose function panics fails its batch and does not wedge the
+// room: later updates go through.
+func TestUpdateRoomPanicDoesNotWedge(t *testing.T) {
+	db := newEnv(t).db(Config{})
+	ctx := context.Background()
+	if err := db.CreateRoom(ctx, newRoom("r1")); err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic was swallowed")
+			}
+		}()
+		_, _ = db.UpdateRoom(ctx, "r1", func(*Room) error { panic("boom") })
+	}()
+	got, err := db.UpdateRoom(ctx, "r1", func(r *Room) error { r.TickRate = 42; return nil })
+	if err != nil || got.TickRate != 42 {
+		t.Fatalf("update after a panic: %+v, %v", got, err)
+	}
+}
