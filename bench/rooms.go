@@ -104,8 +104,8 @@ func RunRooms(ctx context.Context, cfg RoomsConfig) (*RoomsResult, error) {
 	for i := range ids {
 		room, err := be.CreateRoom(ctx, backend.CreateRoomRequest{
 			RoomID:   fmt.Sprintf("bench-%s-%d", run, i),
-			SyncMode: "frame", TickRate: cfg.Tick, MaxPlayers: cfg.Players, StartMode: "all_ready",
-			MaxDurationSeconds: int((cfg.JoinTimeout + cfg.Duration + time.Minute) / time.Second),
+			SyncMode: "frame", TickRate: new(cfg.Tick), MaxPlayers: new(cfg.Players), StartMode: "all_ready",
+			MaxDurationSeconds: new(int((cfg.JoinTimeout + cfg.Duration + time.Minute) / time.Second)),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("bench: create room %d: %w", i, err)

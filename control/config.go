@@ -6,18 +6,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/switchboardgg/switchboard/backbone"
-	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/control/roomsapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
-// Defaults of [Config], and the fixed limits of the API (docs/api.md).
+// Defaults of [Config]. The fixed limits of the API are in package api.
 const (
 	// DefaultAccessTokenTTL is the lifetime of an access token (C0).
 	DefaultAccessTokenTTL = time.Hour
-	// ConnectTicketTTL is the lifetime of a connect ticket (seed: 60 s).
-	ConnectTicketTTL = roomsapi.ConnectTicketTTL
 	// DefaultJoinTicketTTL is the lifetime of a join ticket when the
 	// backend gives no ttl_seconds.
 	DefaultJoinTicketTTL = roomsapi.DefaultJoinTicketTTL
@@ -35,12 +32,6 @@ const (
 	// at 60 ticks per second. A frame room's interval is also capped at
 	// MaxSnapshotIntervalSeconds of its own ticks.
 	DefaultMaxSnapshotIntervalFrames = roomsapi.DefaultMaxSnapshotIntervalFrames
-	// MaxSnapshotIntervalSeconds caps a frame room's snapshot interval at
-	// tick_rate × 60 frames: the frames a node retains at least. A client
-	// that fell out of retention recovers from the newest snapshot plus
-	// the frames after it, which the node keeps only if snapshots come at
-	// least that often (see docs/api.md).
-	MaxSnapshotIntervalSeconds = roomsapi.MaxSnapshotIntervalSeconds
 	// DefaultMaxBodyBytes bounds every request body.
 	DefaultMaxBodyBytes = roomsapi.DefaultMaxBodyBytes
 	// DefaultCommandTimeout is how long control waits for a node to answer
@@ -48,11 +39,6 @@ const (
 	DefaultCommandTimeout = roomsapi.DefaultCommandTimeout
 	// DefaultRequestTimeout bounds the work of one HTTP request.
 	DefaultRequestTimeout = 10 * time.Second
-	// DefaultPageSize is the page size of GET /server/v1/game/rooms
-	// without ?limit=.
-	DefaultPageSize = roomsapi.DefaultPageSize
-	// MaxPageSize caps ?limit= of GET /server/v1/game/rooms.
-	MaxPageSize = roomsapi.MaxPageSize
 	// DefaultLoginRate and DefaultLoginBurst limit C0 calls (login and
 	// refresh) per client IP: a token bucket of DefaultLoginBurst
 	// refilled at DefaultLoginRate per second.
@@ -65,30 +51,6 @@ const (
 	// DefaultMaxRateLimitKeys bounds the IPs and sessions the rate
 	// limiters remember at once.
 	DefaultMaxRateLimitKeys = 10000
-)
-
-// Fixed limits of the API; see docs/api.md. They are defined in
-// control's internal packages and repeated here for callers.
-const (
-	MaxUsernameLen                = httpapi.MaxUsernameLen
-	MaxRoomIDLen                  = httpapi.MaxRoomIDLen
-	MinClientSessionIDLen         = httpapi.MinClientSessionIDLen
-	MaxClientSessionIDLen         = httpapi.MaxClientSessionIDLen
-	MinTickRate                   = httpapi.MinTickRate
-	MaxTickRate                   = httpapi.MaxTickRate
-	MaxPlayers                    = httpapi.MaxPlayers
-	DefaultReconnectWindowSeconds = httpapi.DefaultReconnectWindowSeconds
-	MaxReconnectWindowSeconds     = httpapi.MaxReconnectWindowSeconds
-	DefaultMaxDurationSeconds     = httpapi.DefaultMaxDurationSeconds
-	MaxMetadataBytes              = httpapi.MaxMetadataBytes
-	MaxCloseResultBytes           = httpapi.MaxCloseResultBytes
-	MaxCloseReasonLen             = httpapi.MaxCloseReasonLen
-	MaxKickReasonLen              = httpapi.MaxKickReasonLen
-	MaxRegionLen                  = httpapi.MaxRegionLen
-	DefaultCloseReason            = httpapi.DefaultCloseReason
-	ProtocolVersion               = httpapi.ProtocolVersion
-	// TransportWS is the only transport C1 accepts for now.
-	TransportWS = roomsapi.TransportWS
 )
 
 // Config configures [New]. DB, Backbone, ServerKey and Signer are required;

@@ -8,14 +8,12 @@
 // rate limiter, metrics) is control/internal/httpapi. The endpoints, their
 // JSON and their limits are documented in docs/api.md.
 //
-// control keeps no state of its own: rooms, seats, login sessions, join
-// tickets and the node registry live in package store's buckets, so any
-// number of control processes can serve the same deployment. Seats are
-// taken with one compare-and-set of the room record, so concurrent joins
-// never give one seat twice. Commands to game nodes (admit, start, close,
-// kick, leave) go over the NATS backbone; when a node does not answer,
-// control answers 503 game_node_unavailable or, where the spec lets it,
-// updates the record itself (C2, kick, close).
+// control keeps no state of its own: login sessions and the node
+// registry live in package store's buckets, so any number of control
+// processes can serve the same deployment. The mounted APIs say what
+// they keep and how (package roomsapi: rooms, seats, join tickets, and
+// the commands to game nodes). Request bodies are decoded strictly (see
+// docs/api.md, conventions).
 //
 // It does not own the data plane: game nodes (package node) run the
 // rooms and their sockets.

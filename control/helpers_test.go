@@ -16,11 +16,15 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 	"go.uber.org/goleak"
 )
+
+// timeJSON is t as the API writes timestamps.
+func timeJSON(t time.Time) string { return t.UTC().Format(api.TimeLayout) }
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -39,7 +38,7 @@ func TestJoinAnswer(t *testing.T) {
 	if c["node_id"] != "game-e1" || c["ws_url"] != "wss://game-e1.game.example.com:7001/game/v1/ws" || c["protocol_version"] != 1.0 || len(c) != 5 {
 		t.Errorf("connect: %v", c)
 	}
-	if got, want := c["expires_at"], httpapi.TimeJSON(e.clock.Now().Add(60*time.Second)); got != want {
+	if got, want := c["expires_at"], timeJSON(e.clock.Now().Add(60*time.Second)); got != want {
 		t.Errorf("expires_at: got %v, want %v", got, want)
 	}
 	if !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(c["expires_at"].(string)) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 )
@@ -16,11 +17,11 @@ func (s *Server) listNodes(ctx context.Context, _ *httpapi.Call) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]httpapi.NodeJSON, 0, len(nodes))
+	out := make([]api.Node, 0, len(nodes))
 	for _, n := range nodes {
-		out = append(out, httpapi.ToNodeJSON(n))
+		out = append(out, *httpapi.ToNodeJSON(n))
 	}
-	return http.StatusOK, map[string]any{"nodes": out}, nil
+	return http.StatusOK, &api.ListNodesResponse{Nodes: out}, nil
 }
 
 // drainNode answers POST /server/v1/nodes/{node_id}/drain: the node sends
@@ -39,7 +40,7 @@ func (s *Server) drainNode(ctx context.Context, c *httpapi.Call) (int, any, erro
 		return 0, nil, s.nodeError(store.VerbDrain, err)
 	}
 	n.Draining = true
-	return http.StatusOK, map[string]any{"node": httpapi.ToNodeJSON(n)}, nil
+	return http.StatusOK, &api.NodeResponse{Node: httpapi.ToNodeJSON(n)}, nil
 }
 
 // command sends a command to a node, waiting Config.CommandTimeout.

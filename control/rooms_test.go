@@ -25,7 +25,7 @@ func TestCreateRoom(t *testing.T) {
 		"room_id": "rank-8812", "status": "open", "state": "waiting", "sync_mode": "frame", "tick_rate": 30.0,
 		"max_players": 4.0, "start_mode": "manual", "access": "ticket", "reconnect_window_seconds": 60.0,
 		"max_duration_seconds": 3600.0, "snapshot_interval_frames": 300.0, "node_id": "n1",
-		"created_at": httpapi.TimeJSON(e.clock.Now()),
+		"created_at": timeJSON(e.clock.Now()),
 	}
 	for k, v := range wantFields {
 		if room[k] != v {
@@ -225,7 +225,7 @@ func TestTickets(t *testing.T) {
 	if !strings.HasPrefix(tk, "gtk_") || len(tk) != 47 {
 		t.Errorf("ticket: %q", tk)
 	}
-	if got, want := r.body["expires_at"], httpapi.TimeJSON(e.clock.Now().Add(300*time.Second)); got != want {
+	if got, want := r.body["expires_at"], timeJSON(e.clock.Now().Add(300*time.Second)); got != want {
 		t.Errorf("expires_at: got %v, want %v", got, want)
 	}
 	// Stored hashed, never in clear.
@@ -235,7 +235,7 @@ func TestTickets(t *testing.T) {
 	}
 	r = e.server("POST", "/game/rooms/r-t/tickets", map[string]any{"username": "bob", "seat": 1, "ttl_seconds": 86400})
 	want(t, r, 201)
-	if got, want := r.body["expires_at"], httpapi.TimeJSON(e.clock.Now().Add(24*time.Hour)); got != want {
+	if got, want := r.body["expires_at"], timeJSON(e.clock.Now().Add(24*time.Hour)); got != want {
 		t.Errorf("expires_at: got %v, want %v", got, want)
 	}
 

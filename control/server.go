@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/control/roomsapi"
@@ -163,7 +165,7 @@ func (s *Server) buildMux(routes []httpapi.Route) http.Handler {
 				return
 			}
 			w.Header().Set("Allow", strings.Join(allow, ", "))
-			s.unmatched(w, r, &httpapi.Error{Status: http.StatusMethodNotAllowed, Code: httpapi.CodeInvalidArgument,
+			s.unmatched(w, r, &httpapi.Error{Status: http.StatusMethodNotAllowed, Code: api.CodeInvalidArgument,
 				Message: "method " + r.Method + " not allowed here; allowed: " + strings.Join(allow, ", ")})
 		}))
 	}
@@ -230,14 +232,22 @@ func bearer(r *http.Request) (string, bool) {
 	return cred, cred != ""
 }
 
-// clientIP is the rate-limit key of C0: the peer address. Proxy headers
-// are not trusted.
+// clientIP is the rate-limit key of C0: the peer address, and for IPv6
+// its /64, the prefix one subscriber or host gets (RFC 6177), so that a
+// client cannot take a new bucket per address of its prefix. An
+// IPv4-mapped IPv6 address counts as the IPv4 address. Proxy headers are
+// not trusted.
 func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		return r.RemoteAddr // not ip:port (a test's or a unix socket's)
 	}
-	return host
+	a := ap.Addr().Unmap().WithZone("")
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
 }
 
 // Handler returns the handler of every route; mount it at the root.
@@ -261,5 +271,5 @@ func (s *Server) health(_ context.Context, _ *httpapi.Call) (int, any, error) {
 	if !s.bb.NATS().IsConnected() {
 		return 0, nil, httpapi.Unavailable("the NATS backbone is not connected", "")
 	}
-	return http.StatusOK, map[string]string{"status": "ok"}, nil
+	return http.StatusOK, &api.HealthResponse{Status: "ok"}, nil
 }

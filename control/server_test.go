@@ -1,6 +1,8 @@
 package control
 
 import (
+	"github.com/switchboardgg/switchboard/api"
+
 	"context"
 	"errors"
 	"net/http"
@@ -41,7 +43,7 @@ func TestNewConfig(t *testing.T) {
 		{"JoinRate", got.JoinRate, 2.0},
 		{"JoinBurst", got.JoinBurst, 10},
 		{"MaxRateLimitKeys", got.MaxRateLimitKeys, 10000},
-		{"ConnectTicketTTL", ConnectTicketTTL, 60 * time.Second},
+		{"ConnectTicketTTL", api.ConnectTicketTTL, 60 * time.Second},
 		{"AllowAnonymous", got.AllowAnonymous, false},
 	}
 	for _, c := range checks {

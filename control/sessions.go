@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -16,39 +17,18 @@ import (
 // last refresh: the sessions bucket's TTL.
 const sessionLifetime = store.DefaultSessionTTL
 
-type loginRequest struct {
-	Username  string `json:"username"`
-	AuthToken string `json:"auth_token"`
-}
-
-type refreshRequest struct {
-	RefreshToken string `json:"refresh_token"`
-}
-
-type sessionResponse struct {
-	AccessToken  string   `json:"access_token"`
-	RefreshToken string   `json:"refresh_token"`
-	ExpiresAt    string   `json:"expires_at"`
-	SessionID    string   `json:"session_id"`
-	User         userJSON `json:"user"`
-}
-
-type userJSON struct {
-	Username string `json:"username"`
-}
-
 // login is C0: POST /client/v1/sessions. Each success opens a new login
 // session.
 func (s *Server) login(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	if !s.loginLimit.Allow(clientIP(c.R), c.Now) {
 		return 0, nil, httpapi.ErrRateLimited
 	}
-	var req loginRequest
+	var req api.LoginRequest
 	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
 	if !httpapi.ValidUsername(req.Username) {
-		return 0, nil, httpapi.Invalid("username must be 1 to %d characters of A-Z a-z 0-9 _ . -", httpapi.MaxUsernameLen)
+		return 0, nil, httpapi.Invalid("username must be 1 to %d characters of A-Z a-z 0-9 _ . -", api.MaxUsernameLen)
 	}
 	if len(req.AuthToken) > tokens.MaxTokenLen {
 		return 0, nil, httpapi.Invalid("auth_token is longer than %d bytes", tokens.MaxTokenLen)
@@ -93,7 +73,7 @@ func (s *Server) refresh(ctx context.Context, c *httpapi.Call) (int, any, error)
 	if !s.loginLimit.Allow(clientIP(c.R), c.Now) {
 		return 0, nil, httpapi.ErrRateLimited
 	}
-	var req refreshRequest
+	var req api.RefreshRequest
 	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
@@ -140,18 +120,18 @@ func (s *Server) logout(ctx context.Context, c *httpapi.Call) (int, any, error) 
 	return http.StatusNoContent, nil, nil
 }
 
-func (s *Server) sessionResponse(c *httpapi.Call, sess *store.Session, refresh string) (*sessionResponse, error) {
+func (s *Server) sessionResponse(c *httpapi.Call, sess *store.Session, refresh string) (*api.SessionResponse, error) {
 	exp := c.Now.Add(s.cfg.AccessTokenTTL)
 	at, err := s.signer.SignAccessToken(tokens.AccessToken{SessionID: sess.SessionID, Username: sess.Username, ExpiresMS: exp.UnixMilli()})
 	if err != nil {
 		return nil, err
 	}
-	return &sessionResponse{
+	return &api.SessionResponse{
 		AccessToken:  at,
 		RefreshToken: refresh,
-		ExpiresAt:    httpapi.TimeJSON(exp),
+		ExpiresAt:    api.NewTime(exp),
 		SessionID:    sess.SessionID,
-		User:         userJSON{Username: sess.Username},
+		User:         api.User{Username: sess.Username},
 	}, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"net/http"
 	"strings"
 	"testing"
@@ -23,7 +22,7 @@ func TestLogin(t *testing.T) {
 	if r.obj("user")["username"] != "alice" {
 		t.Errorf("user: %s", r.raw)
 	}
-	if got, want := r.body["expires_at"], httpapi.TimeJSON(e.clock.Now().Add(time.Hour)); got != want {
+	if got, want := r.body["expires_at"], timeJSON(e.clock.Now().Add(time.Hour)); got != want {
 		t.Errorf("expires_at: got %v, want %v", got, want)
 	}
 	at, err := e.signer.VerifyAccessToken(r.body["access_token"].(string), e.clock.Now())
@@ -91,7 +90,7 @@ func TestAuthTokenOfflineFormat(t *testing.T) {
 	// And from the server API.
 	r := e.server("POST", "/auth-tokens", map[string]any{"username": "dave", "ttl_seconds": 30})
 	want(t, r, http.StatusCreated)
-	if got, want := r.body["expires_at"], httpapi.TimeJSON(e.clock.Now().Add(30*time.Second).Truncate(time.Second)); got != want {
+	if got, want := r.body["expires_at"], timeJSON(e.clock.Now().Add(30*time.Second).Truncate(time.Second)); got != want {
 		t.Errorf("expires_at: got %v, want %v", got, want)
 	}
 	want(t, e.do("POST", "/client/v1/sessions", "", map[string]any{"username": "dave", "auth_token": r.body["auth_token"]}), 201)

@@ -268,8 +268,8 @@ func startChaos(t *testing.T, seed int64) *chaosDeployment {
 func (d *chaosDeployment) createRoom(t *testing.T, ctx context.Context, players int) string {
 	t.Helper()
 	r, err := d.stack.CreateRoom(ctx, backend.CreateRoomRequest{
-		SyncMode: "frame", TickRate: chaosTickRate, MaxPlayers: players, StartMode: "auto",
-		ReconnectWindowSeconds: 60, SnapshotIntervalFrames: chaosSnapshotEvery,
+		SyncMode: "frame", TickRate: new(chaosTickRate), MaxPlayers: new(players), StartMode: "auto",
+		ReconnectWindowSeconds: new(60), SnapshotIntervalFrames: new(chaosSnapshotEvery),
 	})
 	if err != nil {
 		t.Fatalf("create room: %v", err)

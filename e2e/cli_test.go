@@ -106,7 +106,7 @@ func TestCLIRoomVerbs(t *testing.T) {
 		t.Errorf("node drain: %s", out)
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		_, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: 1, StartMode: "auto"})
+		_, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: new(1), StartMode: "auto"})
 		if err != nil && strings.Contains(err.Error(), "game_node_unavailable") {
 			break
 		}

@@ -128,7 +128,7 @@ func TestDevBinaryPlaysAndDrains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	room, err := be.CreateRoom(ctx, backend.CreateRoomRequest{RoomID: "e2e-dev", SyncMode: "frame", TickRate: 30, MaxPlayers: 2, StartMode: "all_ready"})
+	room, err := be.CreateRoom(ctx, backend.CreateRoomRequest{RoomID: "e2e-dev", SyncMode: "frame", TickRate: new(30), MaxPlayers: new(2), StartMode: "all_ready"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestDevBinaryPlaysAndDrains(t *testing.T) {
 
 	// A player connected at SIGTERM is told node_draining, and the process
 	// exits 0.
-	room2, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: 1, StartMode: "auto"})
+	room2, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: new(1), StartMode: "auto"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func TestServeRolesAsSeparateProcesses(t *testing.T) {
 	// node for a room.
 	var room *backend.Room
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		room, err = be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "frame", TickRate: 20, MaxPlayers: 3, StartMode: "auto"})
+		room, err = be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "frame", TickRate: new(20), MaxPlayers: new(3), StartMode: "auto"})
 		if err == nil || time.Now().After(deadline) || !errors.Is(err, rooms.ErrGameNodeUnavailable) {
 			break
 		}
@@ -49,7 +49,7 @@ func TestServeRolesAsSeparateProcesses(t *testing.T) {
 	playLockstep(t, ctx, ctl.ready.API, be, room.RoomID, 3, 40)
 
 	// With the node gone, a join answers 503 game_node_unavailable.
-	spare, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: 2, StartMode: "auto"})
+	spare, err := be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "relay", MaxPlayers: new(2), StartMode: "auto"})
 	if err != nil {
 		t.Fatal(err)
 	}

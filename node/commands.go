@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/rooms"
 	"github.com/switchboardgg/switchboard/store"
 )
@@ -19,14 +20,15 @@ var _ store.CommandHandler = commands{}
 // subscribes (store.ServeCommands) when Config.Backbone is set.
 func (s *Server) Commands() store.CommandHandler { return commands{s} }
 
-// Reasons of command errors, as control spells them in details.reason.
+// Reasons of command errors, as control spells them in details.reason
+// (package api).
 const (
-	reasonRoomNotOpen    = "room_not_open"
-	reasonSeatTaken      = "seat_taken"
-	reasonNodeDraining   = "node_draining"
-	reasonNodeFull       = "node_full"
-	reasonNotManual      = "not_manual"
-	reasonAlreadyStarted = "already_started"
+	reasonRoomNotOpen    = api.ReasonRoomNotOpen
+	reasonSeatTaken      = api.ReasonSeatTaken
+	reasonNodeDraining   = api.ReasonNodeDraining
+	reasonNodeFull       = api.ReasonNodeFull
+	reasonNotManual      = api.ReasonNotManual
+	reasonAlreadyStarted = api.ReasonAlreadyStarted
 )
 
 func cmdErr(code, reason, msg string) *store.CommandError {

@@ -14,7 +14,7 @@ import (
 )
 
 // Subprotocol is the WebSocket subprotocol a client must offer.
-const Subprotocol = "im.game.v1"
+const Subprotocol = roomwire.Subprotocol
 
 // Path is where the node serves WebSocket connections.
 const Path = "/game/v1/ws"

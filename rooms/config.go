@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -161,9 +162,9 @@ func ParseSyncMode(s string) (SyncMode, bool) {
 // Room limits.
 const (
 	// MaxSeats is the largest room: CUSTOM.to is a 16-bit seat mask.
-	MaxSeats = 16
+	MaxSeats = roomwire.MaxPlayers
 	// MaxTickRate is the fastest frame rate.
-	MaxTickRate = 60
+	MaxTickRate = roomwire.MaxTickRate
 	// DefaultReconnectWindow is used when RoomConfig.ReconnectWindow is 0.
 	DefaultReconnectWindow = 60 * time.Second
 	// DefaultMaxDuration is used when RoomConfig.MaxDuration is 0.

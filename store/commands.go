@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 )
 
@@ -20,16 +21,17 @@ const (
 	VerbDrain = "drain"
 )
 
-// CommandError.Code values: the codes of the HTTP error JSON.
+// CommandError.Code values: the codes of the HTTP error envelope, defined
+// in package api.
 const (
-	CodeInvalidArgument  = "invalid_argument"
-	CodeUnauthenticated  = "unauthenticated"
-	CodePermissionDenied = "permission_denied"
-	CodeNotFound         = "not_found"
-	CodeConflict         = "conflict"
-	CodeRateLimited      = "rate_limited"
-	CodeInternal         = "internal"
-	CodeUnavailable      = "unavailable"
+	CodeInvalidArgument  = api.CodeInvalidArgument
+	CodeUnauthenticated  = api.CodeUnauthenticated
+	CodePermissionDenied = api.CodePermissionDenied
+	CodeNotFound         = api.CodeNotFound
+	CodeConflict         = api.CodeConflict
+	CodeRateLimited      = api.CodeRateLimited
+	CodeInternal         = api.CodeInternal
+	CodeUnavailable      = api.CodeUnavailable
 )
 
 // DefaultCommandTimeout bounds SendCommand when its ctx has no deadline.

@@ -38,7 +38,10 @@ const (
 	PrefixJoinTicket    = "gtk_"
 )
 
-var b64 = base64.RawURLEncoding
+// b64 is unpadded base64url that decodes only the canonical spelling:
+// unused trailing bits must be zero. Line breaks, which the decoder would
+// skip, are refused by verify.
+var b64 = base64.RawURLEncoding.Strict()
 
 // Signer signs and verifies tokens with one HMAC key.
 type Signer struct {
@@ -76,7 +79,7 @@ func (s *Signer) sign(prefix string, v any) (string, error) {
 }
 
 func (s *Signer) verify(prefix, tok string, v any) error {
-	if len(tok) > MaxTokenLen || !strings.HasPrefix(tok, prefix) {
+	if len(tok) > MaxTokenLen || !strings.HasPrefix(tok, prefix) || strings.ContainsAny(tok, "\r\n") {
 		return ErrInvalid
 	}
 	body, sig, ok := strings.Cut(tok[len(prefix):], ".")

@@ -1,111 +1,78 @@
 package backend
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/switchboardgg/switchboard/client/rooms"
+	"github.com/switchboardgg/switchboard/api"
+	"github.com/switchboardgg/switchboard/client/session"
 )
 
-// maxResponseBytes bounds the body of an answer the client reads.
-const maxResponseBytes = 4 << 20
+// MaxResponseBytes bounds the body of an answer the client reads: a page
+// of 200 rooms with their metadata fits.
+const MaxResponseBytes = 4 << 20
 
-// Client calls the server API of one Switchboard deployment.
+// Client calls the server API of one Switchboard deployment. It keeps no
+// state beyond its configuration and is safe for concurrent use.
 type Client struct {
-	base string
-	key  string
-	http *http.Client
+	// immutable after New
+	caller *session.Caller
+	key    string
 }
 
 // New returns a Client for the API at baseURL (such as
 // "http://127.0.0.1:7700") authenticating with serverKey. A nil httpClient
-// means http.DefaultClient.
+// means one with session.DefaultHTTPTimeout.
 func New(baseURL, serverKey string, httpClient *http.Client) (*Client, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("backend: base URL %q is not an http(s) URL", baseURL)
-	}
 	if serverKey == "" {
-		return nil, errors.New("backend: empty server key")
+		return nil, errors.New("empty server key")
 	}
-	if httpClient == nil {
-		httpClient = http.DefaultClient
+	caller, err := session.NewCaller(baseURL, &session.Config{HTTPClient: httpClient, MaxResponseBytes: MaxResponseBytes})
+	if err != nil {
+		return nil, err
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), key: serverKey, http: httpClient}, nil
+	return &Client{caller: caller, key: serverKey}, nil
 }
 
-// Room is a room object of the API.
-type Room struct {
-	RoomID                 string          `json:"room_id"`
-	Status                 string          `json:"status"` // open, closing, closed
-	State                  string          `json:"state"`  // waiting, playing, ending
-	SyncMode               string          `json:"sync_mode"`
-	TickRate               int             `json:"tick_rate"`
-	MaxPlayers             int             `json:"max_players"`
-	StartMode              string          `json:"start_mode"`
-	Access                 string          `json:"access"`
-	ReconnectWindowSeconds int             `json:"reconnect_window_seconds"`
-	MaxDurationSeconds     int             `json:"max_duration_seconds"`
-	SnapshotIntervalFrames int             `json:"snapshot_interval_frames"`
-	Region                 string          `json:"region,omitempty"`
-	Metadata               json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt              time.Time       `json:"created_at"`
-	NodeID                 string          `json:"node_id"`
-}
+// Room is the room object of the server API.
+type Room = api.Room
 
 // Member is a held seat, as GetRoom lists it.
-type Member struct {
-	Seat     int    `json:"seat"`
-	Username string `json:"username"`
-	Status   string `json:"status"` // joined, online, offline
-}
+type Member = api.Member
 
-// CreateRoomRequest is the body of CreateRoom; zero fields take the
-// server's defaults (docs/api.md).
-type CreateRoomRequest struct {
-	RoomID                 string          `json:"room_id,omitempty"`
-	SyncMode               string          `json:"sync_mode,omitempty"`
-	TickRate               int             `json:"tick_rate,omitempty"`
-	MaxPlayers             int             `json:"max_players,omitempty"`
-	StartMode              string          `json:"start_mode,omitempty"`
-	Access                 string          `json:"access,omitempty"`
-	ReconnectWindowSeconds int             `json:"reconnect_window_seconds,omitempty"`
-	MaxDurationSeconds     int             `json:"max_duration_seconds,omitempty"`
-	SnapshotIntervalFrames int             `json:"snapshot_interval_frames,omitempty"`
-	Region                 string          `json:"region,omitempty"`
-	Metadata               json.RawMessage `json:"metadata,omitempty"`
-}
+// Node is a live game node of the registry.
+type Node = api.Node
+
+// CreateRoomRequest is the body of CreateRoom. Nil and empty fields take
+// the server's defaults (docs/api.md); new(0) asks for 0, such as a
+// reconnect window of 0.
+type CreateRoomRequest = api.CreateRoomRequest
+
+// TicketRequest is the body of CreateTicket.
+type TicketRequest = api.TicketRequest
 
 // CreateRoom creates a room and returns it.
 func (c *Client) CreateRoom(ctx context.Context, req CreateRoomRequest) (*Room, error) {
-	var resp struct {
-		Room *Room `json:"room"`
-	}
+	var resp api.RoomResponse
 	if err := c.do(ctx, http.MethodPost, "/server/v1/game/rooms", req, &resp); err != nil {
 		return nil, err
 	}
 	return resp.Room, nil
 }
 
-// GetRoom returns a room and its members.
-func (c *Client) GetRoom(ctx context.Context, roomID string) (*Room, []Member, error) {
-	var resp struct {
-		Room    *Room    `json:"room"`
-		Members []Member `json:"members"`
-	}
+// GetRoom returns a room, its members, and its node when the node is
+// live (nil otherwise).
+func (c *Client) GetRoom(ctx context.Context, roomID string) (*api.GetRoomResponse, error) {
+	var resp api.GetRoomResponse
 	if err := c.do(ctx, http.MethodGet, "/server/v1/game/rooms/"+url.PathEscape(roomID), nil, &resp); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return resp.Room, resp.Members, nil
+	return &resp, nil
 }
 
 // ListRooms returns one page of rooms, filtered by status when it is not
@@ -122,45 +89,30 @@ func (c *Client) ListRooms(ctx context.Context, status, pageToken string) ([]Roo
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	var resp struct {
-		Rooms         []Room `json:"rooms"`
-		NextPageToken string `json:"next_page_token"`
-	}
+	var resp api.ListRoomsResponse
 	if err := c.do(ctx, http.MethodGet, path, nil, &resp); err != nil {
 		return nil, "", err
 	}
 	return resp.Rooms, resp.NextPageToken, nil
 }
 
-// TicketRequest is the body of CreateTicket.
-type TicketRequest struct {
-	Username   string `json:"username"`
-	Seat       *int   `json:"seat,omitempty"`
-	TTLSeconds int    `json:"ttl_seconds,omitempty"`
-}
-
 // CreateTicket issues a single-use join ticket ("gtk_…") for a player.
 func (c *Client) CreateTicket(ctx context.Context, roomID string, req TicketRequest) (ticket string, expires time.Time, err error) {
-	var resp struct {
-		Ticket    string    `json:"ticket"`
-		ExpiresAt time.Time `json:"expires_at"`
-	}
+	var resp api.TicketResponse
 	if err := c.do(ctx, http.MethodPost, "/server/v1/game/rooms/"+url.PathEscape(roomID)+"/tickets", req, &resp); err != nil {
 		return "", time.Time{}, err
 	}
-	return resp.Ticket, resp.ExpiresAt, nil
+	return resp.Ticket, resp.ExpiresAt.Time, nil
 }
 
 // CreateAuthToken mints an auth token with which username logs in (C0).
 // A ttl of 0 takes the server's default.
 func (c *Client) CreateAuthToken(ctx context.Context, username string, ttl time.Duration) (string, error) {
-	req := struct {
-		Username   string `json:"username"`
-		TTLSeconds int    `json:"ttl_seconds,omitempty"`
-	}{username, int(ttl / time.Second)}
-	var resp struct {
-		AuthToken string `json:"auth_token"`
+	req := api.AuthTokenRequest{Username: username}
+	if s := int64(ttl / time.Second); s > 0 {
+		req.TTLSeconds = &s
 	}
+	var resp api.AuthTokenResponse
 	if err := c.do(ctx, http.MethodPost, "/server/v1/auth-tokens", req, &resp); err != nil {
 		return "", err
 	}
@@ -169,9 +121,7 @@ func (c *Client) CreateAuthToken(ctx context.Context, username string, ttl time.
 
 // StartRoom starts a room whose start mode is manual.
 func (c *Client) StartRoom(ctx context.Context, roomID string) (*Room, error) {
-	var resp struct {
-		Room *Room `json:"room"`
-	}
+	var resp api.RoomResponse
 	if err := c.do(ctx, http.MethodPost, "/server/v1/game/rooms/"+url.PathEscape(roomID)+"/start", struct{}{}, &resp); err != nil {
 		return nil, err
 	}
@@ -181,76 +131,25 @@ func (c *Client) StartRoom(ctx context.Context, roomID string) (*Room, error) {
 // CloseRoom ends a room. An empty reason means closed_by_server; result is
 // any JSON for the players (nil for none).
 func (c *Client) CloseRoom(ctx context.Context, roomID, reason string, result json.RawMessage) error {
-	req := struct {
-		Reason string          `json:"reason,omitempty"`
-		Result json.RawMessage `json:"result,omitempty"`
-	}{reason, result}
+	req := api.CloseRequest{Reason: reason, Result: result}
 	return c.do(ctx, http.MethodPost, "/server/v1/game/rooms/"+url.PathEscape(roomID)+"/close", req, nil)
 }
 
 // Kick removes the player in seat from a room.
 func (c *Client) Kick(ctx context.Context, roomID string, seat int, reason string) error {
-	req := struct {
-		Reason string `json:"reason,omitempty"`
-	}{reason}
+	req := api.KickRequest{Reason: reason}
 	path := "/server/v1/game/rooms/" + url.PathEscape(roomID) + "/members/" + strconv.Itoa(seat) + "/kick"
 	return c.do(ctx, http.MethodPost, path, req, nil)
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return fmt.Errorf("backend: encode request: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return fmt.Errorf("backend: %s %s: %w", method, path, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("backend: %s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return fmt.Errorf("backend: %s %s: read answer: %w", method, path, err)
-	}
-	if resp.StatusCode >= 300 {
-		return rooms.ParseAPIError(resp.StatusCode, data)
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("backend: %s %s: decode answer: %w", method, path, err)
-	}
-	return nil
-}
-
-// Node is a live game node of the registry.
-type Node struct {
-	NodeID      string `json:"node_id"`
-	WSURL       string `json:"ws_url"`
-	Region      string `json:"region,omitempty"`
-	Rooms       int    `json:"rooms"`
-	Connections int    `json:"connections"`
-	Draining    bool   `json:"draining"`
-	Version     string `json:"version,omitempty"`
+	_, err := c.caller.Do(ctx, method, path, c.key, body, out)
+	return err
 }
 
 // ListNodes returns the live game nodes.
 func (c *Client) ListNodes(ctx context.Context) ([]Node, error) {
-	var resp struct {
-		Nodes []Node `json:"nodes"`
-	}
+	var resp api.ListNodesResponse
 	if err := c.do(ctx, http.MethodGet, "/server/v1/nodes", nil, &resp); err != nil {
 		return nil, err
 	}
@@ -260,9 +159,7 @@ func (c *Client) ListNodes(ctx context.Context) ([]Node, error) {
 // DrainNode drains a game node: its players get ERROR 10 node_draining, its
 // rooms close, and no new room is placed on it.
 func (c *Client) DrainNode(ctx context.Context, nodeID string) (*Node, error) {
-	var resp struct {
-		Node *Node `json:"node"`
-	}
+	var resp api.NodeResponse
 	if err := c.do(ctx, http.MethodPost, "/server/v1/nodes/"+url.PathEscape(nodeID)+"/drain", struct{}{}, &resp); err != nil {
 		return nil, err
 	}

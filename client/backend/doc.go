@@ -4,9 +4,11 @@
 // The CLI (`switchboard room …`, `switchboard ticket`) and the load
 // generator use it too.
 //
-// Errors of the API come back as [*rooms.APIError] from package
-// client/rooms, so errors.Is works with the same sentinels
-// (rooms.ErrNotFound, rooms.ErrUnauthenticated, …).
+// It is built on package client/session and does not link the game-client
+// SDK. Errors of the API come back as [*session.APIError], which matches
+// session's sentinels (session.ErrNotFound, session.ErrUnauthenticated, …)
+// with errors.Is; its Reason is one of package api's (api.ReasonRoomNotOpen,
+// …). Error text names the call, never Go packages.
 //
 // A Client keeps no state beyond its configuration and starts no
 // goroutines; it is safe for concurrent use.

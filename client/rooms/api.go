@@ -7,42 +7,24 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"time"
+
+	"github.com/switchboardgg/switchboard/api"
 )
 
-// RoomInfo is the room object of the HTTP answers. C3 fills only RoomID and
-// Status.
-type RoomInfo struct {
-	RoomID                 string `json:"room_id"`
-	Status                 string `json:"status"`    // open, closing, closed
-	SyncMode               string `json:"sync_mode"` // frame or relay
-	TickRate               int    `json:"tick_rate"`
-	MaxPlayers             int    `json:"max_players"`
-	ReconnectWindowSeconds int    `json:"reconnect_window_seconds"`
-}
+// RoomInfo is the room object of C1's answer.
+type RoomInfo = api.JoinRoom
 
-// MemberInfo is this player's membership in the HTTP answers.
-type MemberInfo struct {
-	Seat     int    `json:"seat"`
-	Username string `json:"username"`
-	Status   string `json:"status"` // joined, online, offline, left
-}
+// MemberInfo is this player's membership in the HTTP answers; Status is
+// joined, online, offline or left.
+type MemberInfo = api.Member
 
 // ConnectInfo says where and how to connect (the connect object of C1).
 // The UDP fields of the answer are not read: this SDK speaks WebSocket.
-type ConnectInfo struct {
-	NodeID          string    `json:"node_id"`
-	WSURL           string    `json:"ws_url"`
-	ConnectTicket   string    `json:"connect_ticket"` // secret, single use, 60 s
-	ProtocolVersion int       `json:"protocol_version"`
-	ExpiresAt       time.Time `json:"expires_at"`
-}
+type ConnectInfo = api.Connect
 
 // JoinResult is the answer of [Client.Join].
 type JoinResult struct {
-	Room    RoomInfo    `json:"room"`
-	Member  MemberInfo  `json:"member"`
-	Connect ConnectInfo `json:"connect"`
+	api.JoinResponse
 	// Created is true for 201 (a new seat) and false for 200 (this login
 	// session already held it).
 	Created bool `json:"-"`
@@ -71,10 +53,7 @@ type JoinOptions struct {
 
 // CurrentResult is the answer of [Client.Current]: the room this login
 // session has not left. Both are nil when there is none.
-type CurrentResult struct {
-	Room   *RoomInfo   `json:"room"`
-	Member *MemberInfo `json:"member"`
-}
+type CurrentResult = api.CurrentResponse
 
 // Join takes a seat in the room (C1, POST /client/v1/game/rooms/{id}/join)
 // and returns where to connect. Errors are *APIError values matching
@@ -88,14 +67,11 @@ func (c *Client) Join(ctx context.Context, roomID string, opts JoinOptions) (*Jo
 	} else if err := checkClientSessionID(csid); err != nil {
 		return nil, err
 	}
-	body := map[string]string{"client_session_id": csid, "transport": "ws"}
-	if opts.Ticket != "" {
-		body["ticket"] = opts.Ticket
-	}
+	body := api.JoinRequest{ClientSessionID: csid, Ticket: opts.Ticket, Transport: api.TransportWS}
 	var res JoinResult
-	status, err := c.authed(ctx, http.MethodPost, "/client/v1/game/rooms/"+url.PathEscape(roomID)+"/join", body, &res)
+	status, err := c.sc.Do(ctx, http.MethodPost, "/client/v1/game/rooms/"+url.PathEscape(roomID)+"/join", body, &res)
 	if err != nil {
-		return nil, fmt.Errorf("rooms: join %s: %w", roomID, err)
+		return nil, fmt.Errorf("join %s: %w", roomID, err)
 	}
 	res.Created = status == http.StatusCreated
 	res.ClientSessionID = csid
@@ -106,11 +82,9 @@ func (c *Client) Join(ctx context.Context, roomID string, opts JoinOptions) (*Jo
 // may be called again; it returns nil when this login session never joined.
 // A connected [Room] uses [Room.Leave], which says LEAVE on the socket first.
 func (c *Client) Leave(ctx context.Context, roomID string) (*MemberInfo, error) {
-	var res struct {
-		Member *MemberInfo `json:"member"`
-	}
-	if _, err := c.authed(ctx, http.MethodPost, "/client/v1/game/rooms/"+url.PathEscape(roomID)+"/leave", nil, &res); err != nil {
-		return nil, fmt.Errorf("rooms: leave %s: %w", roomID, err)
+	var res api.LeaveResponse
+	if _, err := c.sc.Do(ctx, http.MethodPost, "/client/v1/game/rooms/"+url.PathEscape(roomID)+"/leave", nil, &res); err != nil {
+		return nil, fmt.Errorf("leave %s: %w", roomID, err)
 	}
 	return res.Member, nil
 }
@@ -120,8 +94,8 @@ func (c *Client) Leave(ctx context.Context, roomID string) (*MemberInfo, error) 
 // then Connect with that room ID, no ticket and a new ClientSessionID.
 func (c *Client) Current(ctx context.Context) (*CurrentResult, error) {
 	var res CurrentResult
-	if _, err := c.authed(ctx, http.MethodGet, "/client/v1/game/current", nil, &res); err != nil {
-		return nil, fmt.Errorf("rooms: current: %w", err)
+	if _, err := c.sc.Do(ctx, http.MethodGet, "/client/v1/game/current", nil, &res); err != nil {
+		return nil, fmt.Errorf("current: %w", err)
 	}
 	return &res, nil
 }
@@ -135,12 +109,12 @@ func NewClientSessionID() string {
 }
 
 func checkClientSessionID(s string) error {
-	if len(s) < 8 || len(s) > 64 {
-		return fmt.Errorf("rooms: client_session_id must be 8–64 characters: %w", ErrInvalidArgument)
+	if len(s) < api.MinClientSessionIDLen || len(s) > api.MaxClientSessionIDLen {
+		return fmt.Errorf("client_session_id must be %d–%d characters: %w", api.MinClientSessionIDLen, api.MaxClientSessionIDLen, ErrInvalidArgument)
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x21 || s[i] > 0x7E {
-			return fmt.Errorf("rooms: client_session_id must be visible ASCII: %w", ErrInvalidArgument)
+			return fmt.Errorf("client_session_id must be visible ASCII: %w", ErrInvalidArgument)
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboardgg/switchboard/client/session"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
 
@@ -448,7 +449,7 @@ func TestAPIErrorMapping(t *testing.T) {
 				body["details"] = map[string]string{"reason": reason}
 			}
 			data, _ := json.Marshal(map[string]any{"error": body})
-			err := error(ParseAPIError(ce.Status, data))
+			err := error(session.ParseAPIError(ce.Status, data))
 			var ae *APIError
 			if !errors.As(err, &ae) || ae.Status != ce.Status || ae.Code != ce.Code || ae.Reason != reason || ae.Message != "m" {
 				t.Errorf("%d %s %s: parsed %+v", ce.Status, ce.Code, reason, ae)
@@ -470,11 +471,11 @@ func TestAPIErrorMapping(t *testing.T) {
 		}
 	}
 	// A proxy's HTML page keeps the status.
-	err := ParseAPIError(502, []byte("<html>bad gateway</html>"))
+	err := session.ParseAPIError(502, []byte("<html>bad gateway</html>"))
 	if err.Status != 502 || err.Code != "" || err.Message != "Bad Gateway" {
 		t.Errorf("html answer: %+v", err)
 	}
-	if !ParseAPIError(401, []byte("nope")).Is(ErrUnauthenticated) {
+	if !session.ParseAPIError(401, []byte("nope")).Is(ErrUnauthenticated) {
 		t.Error("bare 401 does not match ErrUnauthenticated")
 	}
 }
@@ -553,7 +554,7 @@ func TestConfigDefaults(t *testing.T) {
 			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
 		}
 	}
-	if len(got.Dialer.Protocols) != 1 || got.Dialer.Protocols[0] != Subprotocol {
+	if len(got.Dialer.Protocols) != 1 || got.Dialer.Protocols[0] != roomwire.Subprotocol {
 		t.Errorf("Protocols %v", got.Dialer.Protocols)
 	}
 	if got.Logger == nil || got.Now == nil {

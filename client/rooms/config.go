@@ -8,15 +8,9 @@ import (
 
 	"github.com/gobwas/ws"
 
+	"github.com/switchboardgg/switchboard/client/session"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
-
-// Subprotocol is the WebSocket subprotocol of the game node.
-const Subprotocol = "im.game.v1"
-
-// ProtocolVersion is the im.game.v1 version this SDK speaks; Join answers
-// it in connect.protocol_version.
-const ProtocolVersion = 1
 
 // Defaults of [Config].
 const (
@@ -24,14 +18,14 @@ const (
 	DefaultSilenceTimeout    = 5 * time.Second  // seed: 5 s without a message is a disconnect
 	DefaultHandshakeTimeout  = 10 * time.Second // the node waits 10 s for a handshake too
 	DefaultWriteTimeout      = 5 * time.Second
-	DefaultHTTPTimeout       = 15 * time.Second
-	DefaultRefreshBefore     = time.Minute
+	DefaultHTTPTimeout       = session.DefaultHTTPTimeout
+	DefaultRefreshBefore     = session.DefaultRefreshBefore
 	DefaultReconnectWindow   = 60 * time.Second // when Join does not say
 	DefaultFrameBuffer       = 64               // about a second at 60 ticks/s; a full FRAME_BATCH waits on the game
 	DefaultEventBuffer       = 32
 	DefaultMaxSendQueueBytes = 256 << 10
 	DefaultMaxMessageSize    = 1 << 20
-	DefaultMaxResponseBytes  = 1 << 20
+	DefaultMaxResponseBytes  = session.DefaultMaxResponseBytes
 	DefaultSDKVersion        = "go/0.1"
 )
 
@@ -43,7 +37,7 @@ type Config struct {
 	// DefaultHTTPTimeout timeout.
 	HTTPClient *http.Client
 	// Dialer dials game nodes. Nil means a zero ws.Dialer. Its Protocols are
-	// always replaced by [Subprotocol] and its Timeout by HandshakeTimeout
+	// always replaced by [roomwire.Subprotocol] and its Timeout by HandshakeTimeout
 	// when that is shorter or the Dialer has none.
 	Dialer *ws.Dialer
 	// Logger receives connection-level events (never per message, never
@@ -152,7 +146,7 @@ func (c *Config) resolve() (Config, error) {
 		r.SDKVersion = DefaultSDKVersion
 	}
 	if len(r.SDKVersion) > roomwire.MaxSDKVersionLen {
-		return r, fmt.Errorf("rooms: sdk version longer than %d bytes", roomwire.MaxSDKVersionLen)
+		return r, fmt.Errorf("sdk version longer than %d bytes", roomwire.MaxSDKVersionLen)
 	}
 	setDur(&r.Heartbeat, DefaultHeartbeat)
 	setDur(&r.SilenceTimeout, DefaultSilenceTimeout)
@@ -175,11 +169,23 @@ func (c *Config) resolve() (Config, error) {
 	if r.MaxMessageSize < 64<<10+64 {
 		r.MaxMessageSize = 64<<10 + 64 // one SNAPSHOT always fits
 	}
-	r.Dialer.Protocols = []string{Subprotocol}
+	r.Dialer.Protocols = []string{roomwire.Subprotocol}
 	if r.Dialer.Timeout <= 0 || r.Dialer.Timeout > r.HandshakeTimeout {
 		r.Dialer.Timeout = r.HandshakeTimeout
 	}
 	return r, nil
+}
+
+// sessionConfig is the part of a resolved c that its login session uses.
+func (c *Config) sessionConfig() *session.Config {
+	return &session.Config{
+		HTTPClient:       c.HTTPClient,
+		MaxResponseBytes: c.MaxResponseBytes,
+		RefreshBefore:    c.RefreshBefore,
+		SessionChanged:   c.SessionChanged,
+		Logger:           c.Logger,
+		Now:              c.Now,
+	}
 }
 
 func setDur(d *time.Duration, def time.Duration) {

@@ -16,10 +16,12 @@
 //
 // # What it owns
 //
-// [Client] owns a login session ([Session]): it refreshes the access token
-// before it expires and once more on a 401, and can be rebuilt from a saved
-// Session after an app restart ([NewClient], then [Client.Current]). It
-// starts no goroutines.
+// [Client] makes the C1–C3 calls of a login session ([Session]), which a
+// [session.Client] of package client/session owns: it refreshes the access
+// token before it expires and once more on a 401, and can be rebuilt from
+// a saved Session after an app restart ([NewClient], then
+// [Client.Current]). [FromSession] shares one login with the other SDKs.
+// A Client starts no goroutines.
 //
 // [Room] owns one seat's connection. It runs three goroutines: a reader
 // (decodes messages, orders frames with package frameassembly, sends the
@@ -44,6 +46,9 @@
 //
 // # Errors
 //
-// HTTP errors are [*APIError] and node errors [*NodeError]; both match the
-// sentinels of errors.go with errors.Is (ErrRoomFull, ErrKicked, …).
+// HTTP errors are [*APIError] (package session's) and node errors
+// [*NodeError]; both match the sentinels of errors.go with errors.Is
+// (ErrRoomFull, ErrKicked, …). Error text says what failed ("connect r1:
+// join r1: POST /client/v1/game/rooms/r1/join: http 409 conflict
+// (room_full): room is full"), never which Go package.
 package rooms

@@ -231,7 +231,7 @@ func (p *pump) event(t *testing.T, k rooms.EventKind) rooms.Event {
 // a result.
 func TestEndToEnd(t *testing.T) {
 	d := startDeployment(t)
-	room, err := d.createRoom(t.Context(), backend.CreateRoomRequest{SyncMode: "frame", TickRate: 30, MaxPlayers: 3, StartMode: "all_ready"})
+	room, err := d.createRoom(t.Context(), backend.CreateRoomRequest{SyncMode: "frame", TickRate: new(30), MaxPlayers: new(3), StartMode: "all_ready"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,133 +4,88 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/switchboardgg/switchboard/api"
+	"github.com/switchboardgg/switchboard/client/session"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
 
 // Sentinels for the HTTP API (C0–C3). An [*APIError] matches them with
-// errors.Is by its code or details.reason; see [APIError.Is].
+// errors.Is by its code or details.reason; see [session.APIError.Is]. The
+// sentinels of codes are package session's, so errors.Is(err,
+// session.ErrNotFound) works too.
 var (
 	// ErrUnauthenticated: 401 unauthenticated. Returned by every HTTP call
 	// once a refresh of the access token has failed too; log in again.
-	ErrUnauthenticated = errors.New("rooms: unauthenticated")
+	ErrUnauthenticated = session.ErrUnauthenticated
 	// ErrPermissionDenied: 403 permission_denied from Join. Without a reason
 	// the join ticket is invalid, expired or used; ask the game backend for a
 	// new one. With reason game_disabled or plan_feature_disabled the
 	// deployment does not offer rooms.
-	ErrPermissionDenied = errors.New("rooms: permission denied")
+	ErrPermissionDenied = session.ErrPermissionDenied
 	// ErrNotFound: 404 not_found, the room does not exist.
-	ErrNotFound = errors.New("rooms: not found")
+	ErrNotFound = session.ErrNotFound
 	// ErrRoomNotOpen: 409 room_not_open, the room has ended.
-	ErrRoomNotOpen = errors.New("rooms: room not open")
+	ErrRoomNotOpen error = &session.Match{Reason: api.ReasonRoomNotOpen, Text: "room not open"}
 	// ErrRoomFull: 409 room_full from Join, or node ERROR 4 room_full.
-	ErrRoomFull = errors.New("rooms: room full")
+	ErrRoomFull error = &session.Match{Reason: api.ReasonRoomFull, Text: "room full"}
 	// ErrSeatTaken: 409 seat_taken from Join, or node ERROR 5 seat_taken (a
 	// newer connection took the seat, reason "replaced"). Never retried.
-	ErrSeatTaken = errors.New("rooms: seat taken")
+	ErrSeatTaken error = &session.Match{Reason: api.ReasonSeatTaken, Text: "seat taken"}
 	// ErrJoinedOnOtherDevice: 409 joined_on_other_device from Join: another
 	// login session of the same user holds the seat.
-	ErrJoinedOnOtherDevice = errors.New("rooms: joined on other device")
+	ErrJoinedOnOtherDevice error = &session.Match{Reason: api.ReasonJoinedOnOtherDevice, Text: "joined on another device"}
 	// ErrGameNodeUnavailable: 503 unavailable (game_node_unavailable); retry
 	// later.
-	ErrGameNodeUnavailable = errors.New("rooms: game node unavailable")
+	ErrGameNodeUnavailable error = &session.Match{Code: api.CodeUnavailable, Reason: api.ReasonGameNodeUnavailable, Text: "game node unavailable"}
 	// ErrInvalidArgument: 400 invalid_argument.
-	ErrInvalidArgument = errors.New("rooms: invalid argument")
+	ErrInvalidArgument = session.ErrInvalidArgument
 	// ErrRateLimited: HTTP 429 rate_limited, or node ERROR 7 rate_limited.
-	ErrRateLimited = errors.New("rooms: rate limited")
+	ErrRateLimited = session.ErrRateLimited
 )
 
 // Sentinels for the node's ERROR codes. A [*NodeError] matches the one of
 // its code; several HTTP sentinels above match node codes too (room_full,
 // seat_taken, rate_limited).
 var (
-	ErrTicketInvalid       = errors.New("rooms: connect ticket invalid")  // ERROR 1
-	ErrTicketExpired       = errors.New("rooms: connect ticket expired")  // ERROR 2
-	ErrRoomNotFound        = errors.New("rooms: room not found on node")  // ERROR 3
-	ErrProtocolUnsupported = errors.New("rooms: protocol unsupported")    // ERROR 6
-	ErrKicked              = errors.New("rooms: kicked")                  // ERROR 8
-	ErrRoomClosed          = errors.New("rooms: room closed")             // ERROR 9
-	ErrNodeDraining        = errors.New("rooms: node draining")           // ERROR 10
-	ErrResumeRejected      = errors.New("rooms: resume rejected")         // ERROR 11
-	errUnknownNodeCode     = errors.New("rooms: unknown node error code") // any other code
+	ErrTicketInvalid       = errors.New("connect ticket invalid")  // ERROR 1
+	ErrTicketExpired       = errors.New("connect ticket expired")  // ERROR 2
+	ErrRoomNotFound        = errors.New("room not found on node")  // ERROR 3
+	ErrProtocolUnsupported = errors.New("protocol unsupported")    // ERROR 6
+	ErrKicked              = errors.New("kicked")                  // ERROR 8
+	ErrRoomClosed          = errors.New("room closed")             // ERROR 9
+	ErrNodeDraining        = errors.New("node draining")           // ERROR 10
+	ErrResumeRejected      = errors.New("resume rejected")         // ERROR 11
+	errUnknownNodeCode     = errors.New("unknown node error code") // any other code
 )
 
 // Errors of the connection itself.
 var (
 	// ErrClosed is returned by the send methods of a [Room] after Close or
 	// Leave, or after the room ended; [Room.Err] says why it ended.
-	ErrClosed = errors.New("rooms: room closed by the client")
+	ErrClosed = errors.New("room closed by the client")
 	// ErrNotConnected is returned by the send methods while the room is
 	// reconnecting; the message was not sent.
-	ErrNotConnected = errors.New("rooms: not connected")
+	ErrNotConnected = errors.New("not connected")
 	// ErrSendQueueFull is returned by the send methods when more than
 	// Config.MaxSendQueueBytes wait for the socket; the message was not sent.
-	ErrSendQueueFull = errors.New("rooms: send queue full")
+	ErrSendQueueFull = errors.New("send queue full")
 	// ErrReconnectWindowExpired ends a room that could not reconnect within
 	// the room's reconnect window; the seat is gone. It wraps the last
 	// reconnect error.
-	ErrReconnectWindowExpired = errors.New("rooms: reconnect window expired")
+	ErrReconnectWindowExpired = errors.New("reconnect window expired")
 	// ErrSilence is the cause of a disconnect after Config.SilenceTimeout
 	// without any message from the node.
-	ErrSilence = errors.New("rooms: node silent")
+	ErrSilence = errors.New("node silent")
 	// ErrUnsupportedVersion is returned by Connect when Join answers a
 	// protocol_version this SDK does not speak: the app must be upgraded.
-	ErrUnsupportedVersion = errors.New("rooms: unsupported protocol version")
+	ErrUnsupportedVersion = errors.New("unsupported protocol version")
 	// ErrHandshake is returned when the node's first message is neither
 	// WELCOME nor ERROR, or is not valid.
-	ErrHandshake = errors.New("rooms: bad handshake answer")
+	ErrHandshake = errors.New("bad handshake answer")
 )
 
-// APIError is an error answer of the HTTP API: the error JSON
-// {"error": {"code", "message", "details": {"reason"}}} with its status.
-type APIError struct {
-	Status  int    // HTTP status
-	Code    string // error.code, e.g. "conflict"
-	Message string // error.message, for people
-	Reason  string // error.details.reason, e.g. "room_full"; may be empty
-}
-
-func (e *APIError) Error() string {
-	if e.Reason != "" {
-		return fmt.Sprintf("rooms: http %d %s (%s): %s", e.Status, e.Code, e.Reason, e.Message)
-	}
-	return fmt.Sprintf("rooms: http %d %s: %s", e.Status, e.Code, e.Message)
-}
-
-// Is maps the code and reason to the sentinels: ErrUnauthenticated,
-// ErrPermissionDenied, ErrNotFound, ErrInvalidArgument, ErrRateLimited and
-// ErrGameNodeUnavailable by code; ErrRoomNotOpen, ErrRoomFull, ErrSeatTaken
-// and ErrJoinedOnOtherDevice by reason.
-func (e *APIError) Is(target error) bool {
-	switch target {
-	case ErrUnauthenticated:
-		return e.Code == "unauthenticated" || (e.Code == "" && e.Status == 401)
-	case ErrPermissionDenied:
-		return e.Code == "permission_denied" || (e.Code == "" && e.Status == 403)
-	case ErrNotFound:
-		return e.Code == "not_found" || (e.Code == "" && e.Status == 404)
-	case ErrInvalidArgument:
-		return e.Code == "invalid_argument"
-	case ErrRateLimited:
-		return e.Code == "rate_limited" || (e.Code == "" && e.Status == 429)
-	case ErrGameNodeUnavailable:
-		return e.Code == "unavailable" || e.Reason == "game_node_unavailable"
-	case ErrRoomNotOpen:
-		return e.Reason == "room_not_open"
-	case ErrRoomFull:
-		return e.Reason == "room_full"
-	case ErrSeatTaken:
-		return e.Reason == "seat_taken"
-	case ErrJoinedOnOtherDevice:
-		return e.Reason == "joined_on_other_device"
-	}
-	return false
-}
-
-// temporary reports whether a retry of the same call may succeed: 5xx and
-// 429. A rejoin during reconnection retries these and gives up on the rest.
-func (e *APIError) temporary() bool {
-	return e.Status >= 500 || e.Status == 429
-}
+// APIError is an error answer of the HTTP API (package session's).
+type APIError = session.APIError
 
 // NodeError is an ERROR message of the game node. It wraps the decoded
 // [roomwire.Error] (errors.As reaches it) and matches the sentinel of its
@@ -148,7 +103,7 @@ type NodeError struct {
 }
 
 func (e *NodeError) Error() string {
-	s := fmt.Sprintf("rooms: node error %d %s", e.Code, roomwire.CodeName(e.Code))
+	s := fmt.Sprintf("node error %d %s", e.Code, roomwire.CodeName(e.Code))
 	if e.Reason != "" {
 		s += " (" + e.Reason + ")"
 	}

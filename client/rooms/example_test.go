@@ -23,7 +23,7 @@ func ExampleClient_Connect() {
 	ctx := context.Background()
 
 	// The game backend creates the room and issues the player's tokens.
-	spec, err := d.createRoom(ctx, backend.CreateRoomRequest{SyncMode: "frame", TickRate: 30, MaxPlayers: 2, StartMode: "all_ready"})
+	spec, err := d.createRoom(ctx, backend.CreateRoomRequest{SyncMode: "frame", TickRate: new(30), MaxPlayers: new(2), StartMode: "all_ready"})
 	if err != nil {
 		log.Fatal(err)
 	}

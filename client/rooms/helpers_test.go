@@ -96,7 +96,7 @@ func (n *fakeNode) accept() {
 
 func (n *fakeNode) serve(nc net.Conn) {
 	defer n.wg.Done()
-	up := ws.Upgrader{Protocol: func(p []byte) bool { return string(p) == Subprotocol }}
+	up := ws.Upgrader{Protocol: func(p []byte) bool { return string(p) == roomwire.Subprotocol }}
 	if _, err := up.Upgrade(nc); err != nil {
 		nc.Close()
 		return

@@ -37,7 +37,7 @@ func (c *Client) Connect(ctx context.Context, roomID string, opts JoinOptions) (
 	}
 	if err != nil {
 		r.cancel()
-		return nil, fmt.Errorf("rooms: connect %s: %w", roomID, err)
+		return nil, fmt.Errorf("connect %s: %w", roomID, err)
 	}
 	r.asm = frameassembly.New(w.Frame)
 	r.lastFrame.Store(w.Frame)
@@ -80,7 +80,7 @@ func (c *Client) newRoom(roomID string, opts JoinOptions) *Room {
 
 // hello dials the node of a C1 answer with a HELLO handshake.
 func (r *Room) hello(ctx context.Context, jr *JoinResult) (*wsConn, *roomwire.Welcome, error) {
-	if v := jr.Connect.ProtocolVersion; v != ProtocolVersion {
+	if v := jr.Connect.ProtocolVersion; v != roomwire.Version {
 		return nil, nil, fmt.Errorf("%w: %d", ErrUnsupportedVersion, v)
 	}
 	window := r.cfg.ReconnectWindow
@@ -97,7 +97,7 @@ func (r *Room) hello(ctx context.Context, jr *JoinResult) (*wsConn, *roomwire.We
 	hs, err := roomwire.AppendHandshake(nil, roomwire.KindHello, []byte(jr.Connect.ConnectTicket),
 		&roomwire.Hello{ClientNonce: rand.Uint64(), SDKVersion: r.cfg.SDKVersion})
 	if err != nil {
-		return nil, nil, fmt.Errorf("rooms: hello: %w", err)
+		return nil, nil, fmt.Errorf("hello: %w", err)
 	}
 	return dialNode(ctx, r.cfg, jr.Connect.WSURL, hs)
 }
@@ -110,7 +110,7 @@ func (r *Room) resume(ctx context.Context) (*wsConn, *roomwire.Welcome, error) {
 	hs, err := roomwire.AppendHandshake(nil, roomwire.KindResume, token,
 		&roomwire.Resume{ClientNonce: rand.Uint64(), LastFrame: r.asm.Last()})
 	if err != nil {
-		return nil, nil, fmt.Errorf("rooms: resume: %w", err)
+		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
 	return dialNode(ctx, r.cfg, url, hs)
 }
@@ -294,7 +294,7 @@ func (r *Room) reconnect(cause error) (*wsConn, bool, error) {
 			if r.ctx.Err() != nil {
 				return nil, false, ErrClosed
 			}
-			if errors.As(err, &ae) && !ae.temporary() {
+			if errors.As(err, &ae) && !ae.Temporary() {
 				return nil, false, err // the seat is gone
 			}
 			continue
@@ -347,7 +347,7 @@ func (r *Room) readLoop(c *wsConn) {
 	for {
 		msg, err := c.readMessage(onPing)
 		if err != nil {
-			c.kill(fmt.Errorf("rooms: read: %w", err))
+			c.kill(fmt.Errorf("read: %w", err))
 			return
 		}
 		if err := r.handle(c, msg); err != nil {

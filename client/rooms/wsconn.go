@@ -23,7 +23,7 @@ import (
 const keepBuffer = 16 << 10
 
 // errLeaving is the cause of a connection the client closed after LEAVE.
-var errLeaving = errors.New("rooms: left")
+var errLeaving = errors.New("left")
 
 // wsConn is one WebSocket connection to a game node: client side of RFC 6455
 // framing over a net.Conn, with one reader goroutine (the Room's) and one
@@ -63,7 +63,7 @@ type wsConn struct {
 func dialNode(ctx context.Context, cfg *Config, wsURL string, hs []byte) (*wsConn, *roomwire.Welcome, error) {
 	nc, br, _, err := cfg.Dialer.Dial(ctx, wsURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("rooms: dial node: %w", err)
+		return nil, nil, fmt.Errorf("dial node: %w", err)
 	}
 	if br == nil {
 		br = bufio.NewReaderSize(nc, 4096)
@@ -94,11 +94,11 @@ func (c *wsConn) handshake(ctx context.Context, timeout time.Duration, hs []byte
 	defer stop()
 	frame := appendFrame(nil, ws.OpBinary, hs)
 	if _, err := c.nc.Write(frame); err != nil {
-		return nil, ctxErr(ctx, fmt.Errorf("rooms: handshake: %w", err))
+		return nil, ctxErr(ctx, fmt.Errorf("handshake: %w", err))
 	}
 	msg, err := c.readMessage(nil)
 	if err != nil {
-		return nil, ctxErr(ctx, fmt.Errorf("rooms: handshake: %w", err))
+		return nil, ctxErr(ctx, fmt.Errorf("handshake: %w", err))
 	}
 	t, err := roomwire.Peek(msg)
 	if err != nil {
@@ -170,7 +170,7 @@ func (c *wsConn) readMessage(onPing func(payload []byte)) ([]byte, error) {
 				if len(p) >= 2 {
 					code, reason = ws.StatusCode(binary.BigEndian.Uint16(p)), string(p[2:])
 				}
-				return nil, fmt.Errorf("rooms: node closed the websocket: %d %q: %w", code, reason, io.EOF)
+				return nil, fmt.Errorf("node closed the websocket: %d %q: %w", code, reason, io.EOF)
 			case ws.OpPing:
 				if onPing != nil {
 					onPing(p)
@@ -187,7 +187,7 @@ func (c *wsConn) readMessage(onPing func(payload []byte)) ([]byte, error) {
 			op = h.OpCode
 		}
 		if h.Length > int64(c.maxMessage-len(c.msg)) {
-			return nil, fmt.Errorf("rooms: message from node over %d bytes", c.maxMessage)
+			return nil, fmt.Errorf("message from node over %d bytes", c.maxMessage)
 		}
 		n := len(c.msg)
 		c.msg = grow(c.msg, int(h.Length))
@@ -261,7 +261,7 @@ func (c *wsConn) sendInput(ack uint32, data []byte) error {
 	m := roomwire.Input{AckFrame: ack, Data: data}
 	b, err := m.AppendTo(c.scratch[:0])
 	if err != nil {
-		return fmt.Errorf("rooms: input: %w", err)
+		return fmt.Errorf("input: %w", err)
 	}
 	c.scratch = b
 	return c.queueLocked(ws.OpBinary, b)
@@ -292,7 +292,7 @@ func (c *wsConn) send(m roomwire.Message) error {
 	defer c.mu.Unlock()
 	b, err := m.AppendTo(c.scratch[:0])
 	if err != nil {
-		return fmt.Errorf("rooms: %s: %w", m.Type(), err)
+		return fmt.Errorf("%s: %w", m.Type(), err)
 	}
 	c.scratch = b
 	if cap(c.scratch) > keepBuffer {
@@ -341,7 +341,7 @@ func (c *wsConn) writeLoop() {
 		if len(buf) > 0 {
 			c.nc.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 			if _, err := c.nc.Write(buf); err != nil {
-				c.kill(fmt.Errorf("rooms: write: %w", err))
+				c.kill(fmt.Errorf("write: %w", err))
 				return
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/client/backend"
 )
 
@@ -105,6 +106,7 @@ func newRoomCmd() *cobra.Command {
 func newRoomCreateCmd() *cobra.Command {
 	var af apiFlags
 	var req backend.CreateRoomRequest
+	var tick, players, window, duration, snapshot int
 	var metadata string
 	cmd := &cobra.Command{
 		Use:   "create [ROOM_ID]",
@@ -117,6 +119,13 @@ func newRoomCreateCmd() *cobra.Command {
 			}
 			if len(args) == 1 {
 				req.RoomID = args[0]
+			}
+			req.TickRate, req.MaxPlayers, req.ReconnectWindowSeconds = &tick, &players, &window
+			if cmd.Flags().Changed("max-duration") {
+				req.MaxDurationSeconds = &duration
+			}
+			if cmd.Flags().Changed("snapshot-interval") {
+				req.SnapshotIntervalFrames = &snapshot
 			}
 			if metadata != "" {
 				req.Metadata = json.RawMessage(metadata)
@@ -131,13 +140,13 @@ func newRoomCreateCmd() *cobra.Command {
 	af.register(cmd)
 	f := cmd.Flags()
 	f.StringVar(&req.SyncMode, "sync-mode", "frame", "frame (lockstep) or relay")
-	f.IntVar(&req.TickRate, "tick-rate", 30, "frames per second, 1–60 (frame rooms)")
-	f.IntVar(&req.MaxPlayers, "max-players", 4, "seats, 1–16")
+	f.IntVar(&tick, "tick-rate", 30, "frames per second, 1–60 (frame rooms)")
+	f.IntVar(&players, "max-players", 4, "seats, 1–16")
 	f.StringVar(&req.StartMode, "start-mode", "all_ready", "all_ready, auto or manual")
 	f.StringVar(&req.Access, "access", "ticket", "ticket or open")
-	f.IntVar(&req.ReconnectWindowSeconds, "reconnect-window", 0, "seconds a seat waits for its player to come back (0: server default 60)")
-	f.IntVar(&req.MaxDurationSeconds, "max-duration", 0, "seconds before the room closes as expired (0: server default 3600)")
-	f.IntVar(&req.SnapshotIntervalFrames, "snapshot-interval", 0, "frames between snapshots, 0 = off")
+	f.IntVar(&window, "reconnect-window", api.DefaultReconnectWindowSeconds, "seconds a seat waits for its player to come back, 0–600")
+	f.IntVar(&duration, "max-duration", api.DefaultMaxDurationSeconds, "seconds before the room closes as expired (default: the server's)")
+	f.IntVar(&snapshot, "snapshot-interval", 0, "frames between snapshots, 0 = off")
 	f.StringVar(&req.Region, "region", "", "place the room on a node of this region")
 	f.StringVar(&metadata, "metadata", "", "a JSON object kept with the room")
 	return cmd
@@ -154,14 +163,14 @@ func newRoomGetCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			room, members, err := c.GetRoom(cmd.Context(), args[0])
+			res, err := c.GetRoom(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
-			if members == nil {
-				members = []backend.Member{}
+			if res.Members == nil {
+				res.Members = []backend.Member{}
 			}
-			return printJSON(cmd.OutOrStdout(), map[string]any{"room": room, "members": members})
+			return printJSON(cmd.OutOrStdout(), res)
 		},
 	}
 	af.register(cmd)
@@ -297,7 +306,10 @@ func newTicketCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := backend.TicketRequest{Username: args[1], TTLSeconds: ttl}
+			req := backend.TicketRequest{Username: args[1]}
+			if ttl > 0 {
+				req.TTLSeconds = new(int64(ttl))
+			}
 			if seat >= 0 {
 				req.Seat = &seat
 			}

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/store"
 )
 
@@ -62,11 +64,11 @@ func (s *Server) startRoom(ctx context.Context, c *httpapi.Call) (int, any, erro
 	}
 	switch {
 	case r.Status != store.StatusOpen:
-		return 0, nil, httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
+		return 0, nil, httpapi.Conflict("room is not open", api.ReasonRoomNotOpen)
 	case r.StartMode != store.StartManual:
-		return 0, nil, httpapi.Conflict("only a manual room can be started", httpapi.ReasonNotManual)
+		return 0, nil, httpapi.Conflict("only a manual room can be started", api.ReasonNotManual)
 	case r.State != store.StateWaiting || r.StartedAt != nil:
-		return 0, nil, httpapi.Conflict("room already started", httpapi.ReasonAlreadyStarted)
+		return 0, nil, httpapi.Conflict("room already started", api.ReasonAlreadyStarted)
 	}
 	reply, err := s.command(ctx, r.NodeID, store.VerbStart, &store.StartRequest{RoomID: r.RoomID})
 	if err != nil {
@@ -77,12 +79,7 @@ func (s *Server) startRoom(ctx context.Context, c *httpapi.Call) (int, any, erro
 	} else if r, err = s.loadRoom(ctx, r.RoomID, c.Now); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{"room": toRoomJSON(r)}, nil
-}
-
-type closeRequest struct {
-	Reason string          `json:"reason"`
-	Result json.RawMessage `json:"result"`
+	return http.StatusOK, &api.RoomResponse{Room: toRoomJSON(r)}, nil
 }
 
 // closeRoom: POST /server/v1/game/rooms/{room_id}/close. It marks the
@@ -90,14 +87,14 @@ type closeRequest struct {
 // does not run the room, control marks it closed itself. Closing a
 // closing or closed room again is 200 and keeps the first reason.
 func (s *Server) closeRoom(ctx context.Context, c *httpapi.Call) (int, any, error) {
-	var req closeRequest
+	var req api.CloseRequest
 	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
 	if req.Reason == "" {
-		req.Reason = httpapi.DefaultCloseReason
-	} else if !httpapi.ValidReason(req.Reason, httpapi.MaxCloseReasonLen) {
-		return 0, nil, httpapi.Invalid("reason must be 1 to %d printable ASCII characters", httpapi.MaxCloseReasonLen)
+		req.Reason = api.DefaultCloseReason
+	} else if !httpapi.ValidReason(req.Reason, api.MaxCloseReasonLen) {
+		return 0, nil, httpapi.Invalid("reason must be 1 to %d printable ASCII characters", api.MaxCloseReasonLen)
 	}
 	var result json.RawMessage
 	if !httpapi.IsNull(req.Result) {
@@ -105,8 +102,8 @@ func (s *Server) closeRoom(ctx context.Context, c *httpapi.Call) (int, any, erro
 		if result, err = httpapi.CompactJSON(req.Result); err != nil {
 			return 0, nil, httpapi.Invalid("result must be JSON")
 		}
-		if len(result) > httpapi.MaxCloseResultBytes {
-			return 0, nil, httpapi.Invalid("result is larger than %d bytes", httpapi.MaxCloseResultBytes)
+		if len(result) > api.MaxCloseResultBytes {
+			return 0, nil, httpapi.Invalid("result is larger than %d bytes", api.MaxCloseResultBytes)
 		}
 	}
 	r, err := s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
@@ -144,7 +141,7 @@ func (s *Server) closeRoom(ctx context.Context, c *httpapi.Call) (int, any, erro
 			return 0, nil, s.nodeError(store.VerbClose, err)
 		}
 	}
-	return http.StatusOK, map[string]any{"room": toRoomJSON(r)}, nil
+	return http.StatusOK, &api.RoomResponse{Room: toRoomJSON(r)}, nil
 }
 
 // markClosed marks room id closed in the record (its node cannot).
@@ -166,24 +163,20 @@ func (s *Server) markClosed(ctx context.Context, id, reason string, now time.Tim
 	return r, err
 }
 
-type kickRequest struct {
-	Reason string `json:"reason"`
-}
-
 // kick: POST /server/v1/game/rooms/{room_id}/members/{seat}/kick. The
 // node sends ERROR 8 and releases the seat; when it is down or does not
 // run the room, control releases the seat itself.
 func (s *Server) kick(ctx context.Context, c *httpapi.Call) (int, any, error) {
-	var req kickRequest
+	var req api.KickRequest
 	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
-	if req.Reason != "" && !httpapi.ValidReason(req.Reason, httpapi.MaxKickReasonLen) {
-		return 0, nil, httpapi.Invalid("reason must be 1 to %d printable ASCII characters", httpapi.MaxKickReasonLen)
+	if req.Reason != "" && !httpapi.ValidReason(req.Reason, api.MaxKickReasonLen) {
+		return 0, nil, httpapi.Invalid("reason must be 1 to %d printable ASCII characters", api.MaxKickReasonLen)
 	}
 	n, err := strconv.Atoi(c.R.PathValue("seat"))
-	if err != nil || n < 0 || n >= httpapi.MaxPlayers {
-		return 0, nil, httpapi.Invalid("seat must be an integer between 0 and %d", httpapi.MaxPlayers-1)
+	if err != nil || n < 0 || n >= roomwire.MaxPlayers {
+		return 0, nil, httpapi.Invalid("seat must be an integer between 0 and %d", roomwire.MaxPlayers-1)
 	}
 	r, err := s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
 	if err != nil {
@@ -194,7 +187,7 @@ func (s *Server) kick(ctx context.Context, c *httpapi.Call) (int, any, error) {
 		return 0, nil, httpapi.NotFound("seat is empty")
 	}
 	if r.Status == store.StatusClosed {
-		return 0, nil, httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
+		return 0, nil, httpapi.Conflict("room is not open", api.ReasonRoomNotOpen)
 	}
 	_, err = s.command(ctx, r.NodeID, store.VerbKick, &store.KickRequest{RoomID: r.RoomID, Seat: n, Reason: req.Reason})
 	if err != nil && !httpapi.NodeGone(err) {
@@ -208,5 +201,5 @@ func (s *Server) kick(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	if r == nil {
 		return 0, nil, httpapi.NotFound("room not found")
 	}
-	return http.StatusOK, map[string]any{"room": toRoomJSON(r)}, nil
+	return http.StatusOK, &api.RoomResponse{Room: toRoomJSON(r)}, nil
 }

@@ -4,6 +4,12 @@
 // control mounts its [Server.Routes] beside its own (login, nodes, auth
 // tokens, health), so that other pillars' APIs can be mounted the same way.
 //
+// [Server.Routes] returns route values of control's internal HTTP
+// plumbing (control/internal/httpapi), as the issue asks for an internal
+// package: only package control can mount them. Its HTTP tests run
+// through control's mux (package control), which owns the login its
+// client routes need.
+//
 // roomsapi keeps no state of its own: rooms, seats, login sessions and
 // join tickets live in package store's buckets, so any number of control
 // processes can serve the same deployment. Seats are taken with one

@@ -6,45 +6,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
-
-// TransportWS is the only transport C1 accepts for now.
-const TransportWS = "ws"
-
-// maxTicketLen bounds the ticket field of C1; real tickets are 47 bytes.
-const maxTicketLen = 256
-
-type joinRequest struct {
-	ClientSessionID string `json:"client_session_id"`
-	Ticket          string `json:"ticket"`
-	Transport       string `json:"transport"`
-}
-
-type joinRoomJSON struct {
-	RoomID                 string `json:"room_id"`
-	Status                 string `json:"status"`
-	SyncMode               string `json:"sync_mode"`
-	TickRate               int    `json:"tick_rate"`
-	MaxPlayers             int    `json:"max_players"`
-	ReconnectWindowSeconds int    `json:"reconnect_window_seconds"`
-}
-
-type connectJSON struct {
-	NodeID          string `json:"node_id"`
-	WSURL           string `json:"ws_url"`
-	ConnectTicket   string `json:"connect_ticket"`
-	ProtocolVersion int    `json:"protocol_version"`
-	ExpiresAt       string `json:"expires_at"`
-}
-
-type joinResponse struct {
-	Room    joinRoomJSON `json:"room"`
-	Member  memberJSON   `json:"member"`
-	Connect connectJSON  `json:"connect"`
-}
 
 // join is C1: POST /client/v1/game/rooms/{room_id}/join. The checks run
 // in the order of rooms spec §4: token (done by the endpoint) → fields →
@@ -75,7 +42,7 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 // joinCall is the state of one C1 across its steps.
 type joinCall struct {
 	sess   *store.Session
-	req    joinRequest
+	req    api.JoinRequest
 	now    time.Time
 	roomID string
 	room   *store.Room // read before the ticket step (nil without a ticket), then as written
@@ -116,12 +83,12 @@ func (s *Server) joinFields(c *httpapi.Call) (*joinCall, error) {
 		return nil, err
 	}
 	if !httpapi.ValidClientSessionID(j.req.ClientSessionID) {
-		return nil, httpapi.Invalid("client_session_id must be %d to %d visible ASCII characters", httpapi.MinClientSessionIDLen, httpapi.MaxClientSessionIDLen)
+		return nil, httpapi.Invalid("client_session_id must be %d to %d visible ASCII characters", api.MinClientSessionIDLen, api.MaxClientSessionIDLen)
 	}
-	if len(j.req.Ticket) > maxTicketLen {
-		return nil, httpapi.Invalid("ticket is longer than %d bytes", maxTicketLen)
+	if len(j.req.Ticket) > api.MaxTicketLen {
+		return nil, httpapi.Invalid("ticket is longer than %d bytes", api.MaxTicketLen)
 	}
-	if j.req.Transport != "" && j.req.Transport != TransportWS {
+	if j.req.Transport != "" && j.req.Transport != api.TransportWS {
 		return nil, httpapi.Invalid("transport must be ws")
 	}
 	return j, nil
@@ -140,7 +107,7 @@ func (s *Server) joinTicket(ctx context.Context, j *joinCall) error {
 		return err
 	}
 	if room.Status != store.StatusOpen {
-		return httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
+		return httpapi.Conflict("room is not open", api.ReasonRoomNotOpen)
 	}
 	j.room = room
 	if room.SeatOfSession(j.sess.SessionID) != nil {
@@ -204,13 +171,13 @@ func (s *Server) joinSeat(ctx context.Context, j *joinCall) error {
 		if _, err := s.loadRoom(ctx, j.roomID, j.now); err != nil {
 			return err
 		}
-		return httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
+		return httpapi.Conflict("room is not open", api.ReasonRoomNotOpen)
 	case errors.Is(err, store.ErrJoinedElsewhere):
-		return httpapi.Conflict("this user has joined the room on another device", httpapi.ReasonJoinedOnOtherDevice)
+		return httpapi.Conflict("this user has joined the room on another device", api.ReasonJoinedOnOtherDevice)
 	case errors.Is(err, store.ErrSeatTaken):
-		return httpapi.Conflict("the seat is taken", httpapi.ReasonSeatTaken)
+		return httpapi.Conflict("the seat is taken", api.ReasonSeatTaken)
 	case errors.Is(err, store.ErrRoomFull):
-		return httpapi.Conflict("room is full", httpapi.ReasonRoomFull)
+		return httpapi.Conflict("room is full", api.ReasonRoomFull)
 	}
 	return err
 }
@@ -251,7 +218,7 @@ func (s *Server) joinSession(ctx context.Context, j *joinCall) {
 // joinAnswer signs the connect ticket: 201 for a new seat, 200 for the
 // seat the session held.
 func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
-	exp := j.now.Add(ConnectTicketTTL)
+	exp := j.now.Add(api.ConnectTicketTTL)
 	ticket, err := s.signer.SignConnectTicket(tokens.ConnectTicket{
 		RoomID:          j.room.RoomID,
 		Seat:            j.seat,
@@ -269,8 +236,8 @@ func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
 		status = http.StatusCreated
 	}
 	room := j.room
-	return status, &joinResponse{
-		Room: joinRoomJSON{
+	return status, &api.JoinResponse{
+		Room: api.JoinRoom{
 			RoomID:                 room.RoomID,
 			Status:                 room.Status,
 			SyncMode:               room.SyncMode,
@@ -278,13 +245,13 @@ func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
 			MaxPlayers:             room.MaxPlayers,
 			ReconnectWindowSeconds: room.ReconnectWindowSeconds,
 		},
-		Member: memberJSON{Seat: j.seat, Username: j.sess.Username, Status: store.SeatJoined},
-		Connect: connectJSON{
+		Member: api.Member{Seat: j.seat, Username: j.sess.Username, Status: store.SeatJoined},
+		Connect: api.Connect{
 			NodeID:          node.NodeID,
 			WSURL:           node.WSURL,
 			ConnectTicket:   ticket,
-			ProtocolVersion: httpapi.ProtocolVersion,
-			ExpiresAt:       httpapi.TimeJSON(exp),
+			ProtocolVersion: roomwire.Version,
+			ExpiresAt:       api.NewTime(exp),
 		},
 	}, nil
 }
@@ -343,10 +310,6 @@ func (s *Server) unconsumeTicket(ctx context.Context, hash, sessionID string) {
 	}
 }
 
-type leaveResponse struct {
-	Member *memberJSON `json:"member"`
-}
-
 // leave is C2: POST /client/v1/game/rooms/{room_id}/leave, no body. It
 // asks the node to release the seat, or releases it itself when the node
 // is down or does not run the room.
@@ -357,7 +320,7 @@ func (s *Server) leave(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	}
 	id := c.R.PathValue("room_id")
 	left := func(seat int) (int, any, error) {
-		return http.StatusOK, &leaveResponse{Member: &memberJSON{Seat: seat, Username: sess.Username, Status: "left"}}, nil
+		return http.StatusOK, &api.LeaveResponse{Member: &api.Member{Seat: seat, Username: sess.Username, Status: "left"}}, nil
 	}
 	var room *store.Room
 	if httpapi.ValidRoomID(id) {
@@ -376,7 +339,7 @@ func (s *Server) leave(ctx context.Context, c *httpapi.Call) (int, any, error) {
 			s.markLeft(ctx, sess.SessionID, id)
 			return left(e.Seat)
 		}
-		return http.StatusOK, &leaveResponse{}, nil
+		return http.StatusOK, &api.LeaveResponse{}, nil
 	}
 	seat := st.Seat
 	if room.Status != store.StatusClosed {
@@ -408,16 +371,6 @@ func (s *Server) markLeft(ctx context.Context, sessionID, id string) {
 	}
 }
 
-type currentRoomJSON struct {
-	RoomID string `json:"room_id"`
-	Status string `json:"status"`
-}
-
-type currentResponse struct {
-	Room   *currentRoomJSON `json:"room"`
-	Member *memberJSON      `json:"member"`
-}
-
 // current is C3: GET /client/v1/game/current, the newest room in which
 // this login session holds a seat and that is not closed.
 func (s *Server) current(ctx context.Context, c *httpapi.Call) (int, any, error) {
@@ -438,10 +391,10 @@ func (s *Server) current(ctx context.Context, c *httpapi.Call) (int, any, error)
 		if st == nil || r.Status == store.StatusClosed {
 			continue
 		}
-		return http.StatusOK, &currentResponse{
-			Room:   &currentRoomJSON{RoomID: r.RoomID, Status: r.Status},
-			Member: &memberJSON{Seat: st.Seat, Username: st.Username, Status: st.Status},
+		return http.StatusOK, &api.CurrentResponse{
+			Room:   &api.CurrentRoom{RoomID: r.RoomID, Status: r.Status},
+			Member: &api.Member{Seat: st.Seat, Username: st.Username, Status: st.Status},
 		}, nil
 	}
-	return http.StatusOK, &currentResponse{}, nil
+	return http.StatusOK, &api.CurrentResponse{}, nil
 }

@@ -2,13 +2,14 @@ package roomsapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -17,29 +18,9 @@ import (
 // deletes older closed rooms when it reads them.
 const closedRoomRetention = store.ClosedRoomRetention
 
-// roomJSON is the room object of rooms spec §4 "Resolved details", plus
-// region, metadata and close_reason when set.
-type roomJSON struct {
-	RoomID                 string          `json:"room_id"`
-	Status                 string          `json:"status"`
-	State                  string          `json:"state"`
-	SyncMode               string          `json:"sync_mode"`
-	TickRate               int             `json:"tick_rate"`
-	MaxPlayers             int             `json:"max_players"`
-	StartMode              string          `json:"start_mode"`
-	Access                 string          `json:"access"`
-	ReconnectWindowSeconds int             `json:"reconnect_window_seconds"`
-	MaxDurationSeconds     int             `json:"max_duration_seconds"`
-	SnapshotIntervalFrames int             `json:"snapshot_interval_frames"`
-	CreatedAt              string          `json:"created_at"`
-	NodeID                 string          `json:"node_id"`
-	Region                 string          `json:"region,omitempty"`
-	Metadata               json.RawMessage `json:"metadata,omitempty"`
-	CloseReason            string          `json:"close_reason,omitempty"`
-}
-
-func toRoomJSON(r *store.Room) *roomJSON {
-	return &roomJSON{
+// toRoomJSON converts a room record to the room object of the API.
+func toRoomJSON(r *store.Room) *api.Room {
+	return &api.Room{
 		RoomID:                 r.RoomID,
 		Status:                 r.Status,
 		State:                  r.State,
@@ -51,7 +32,7 @@ func toRoomJSON(r *store.Room) *roomJSON {
 		ReconnectWindowSeconds: r.ReconnectWindowSeconds,
 		MaxDurationSeconds:     r.MaxDurationSeconds,
 		SnapshotIntervalFrames: r.SnapshotIntervalFrames,
-		CreatedAt:              httpapi.TimeJSON(r.CreatedAt),
+		CreatedAt:              api.NewTime(r.CreatedAt),
 		NodeID:                 r.NodeID,
 		Region:                 r.Region,
 		Metadata:               r.Metadata,
@@ -59,29 +40,9 @@ func toRoomJSON(r *store.Room) *roomJSON {
 	}
 }
 
-type memberJSON struct {
-	Seat     int    `json:"seat"`
-	Username string `json:"username"`
-	Status   string `json:"status"`
-}
-
-type createRoomRequest struct {
-	RoomID                 string          `json:"room_id"`
-	SyncMode               string          `json:"sync_mode"`
-	TickRate               *int            `json:"tick_rate"`
-	MaxPlayers             *int            `json:"max_players"`
-	StartMode              string          `json:"start_mode"`
-	Access                 string          `json:"access"`
-	ReconnectWindowSeconds *int            `json:"reconnect_window_seconds"`
-	MaxDurationSeconds     *int            `json:"max_duration_seconds"`
-	SnapshotIntervalFrames *int            `json:"snapshot_interval_frames"`
-	Region                 string          `json:"region"`
-	Metadata               json.RawMessage `json:"metadata"`
-}
-
 // roomFromRequest validates req (spec §4) and returns the room record
 // it describes, without node and creation time.
-func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
+func (s *Server) roomFromRequest(req *api.CreateRoomRequest) (*store.Room, error) {
 	r := &store.Room{
 		RoomID:                 req.RoomID,
 		Status:                 store.StatusOpen,
@@ -89,20 +50,20 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
 		SyncMode:               req.SyncMode,
 		StartMode:              req.StartMode,
 		Access:                 req.Access,
-		ReconnectWindowSeconds: httpapi.DefaultReconnectWindowSeconds,
-		MaxDurationSeconds:     httpapi.DefaultMaxDurationSeconds,
+		ReconnectWindowSeconds: api.DefaultReconnectWindowSeconds,
+		MaxDurationSeconds:     api.DefaultMaxDurationSeconds,
 		Region:                 req.Region,
 		Seats:                  []store.Seat{},
 	}
 	if r.RoomID == "" {
 		r.RoomID = tokens.Random(12) // 16 characters of [A-Za-z0-9_-]
 	} else if !httpapi.ValidRoomID(r.RoomID) {
-		return nil, httpapi.Invalid("room_id must be 1 to %d characters of A-Z a-z 0-9 _ -", httpapi.MaxRoomIDLen)
+		return nil, httpapi.Invalid("room_id must be 1 to %d characters of A-Z a-z 0-9 _ -", api.MaxRoomIDLen)
 	}
 	switch r.SyncMode {
 	case store.SyncFrame:
-		if req.TickRate == nil || *req.TickRate < httpapi.MinTickRate || *req.TickRate > httpapi.MaxTickRate {
-			return nil, httpapi.Invalid("tick_rate must be between %d and %d in a frame room", httpapi.MinTickRate, httpapi.MaxTickRate)
+		if req.TickRate == nil || *req.TickRate < roomwire.MinTickRate || *req.TickRate > roomwire.MaxTickRate {
+			return nil, httpapi.Invalid("tick_rate must be between %d and %d in a frame room", roomwire.MinTickRate, roomwire.MaxTickRate)
 		}
 		r.TickRate = *req.TickRate
 	case store.SyncRelay:
@@ -112,8 +73,8 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
 	default:
 		return nil, httpapi.Invalid("sync_mode must be frame or relay")
 	}
-	if req.MaxPlayers == nil || *req.MaxPlayers < 1 || *req.MaxPlayers > httpapi.MaxPlayers {
-		return nil, httpapi.Invalid("max_players must be between 1 and %d", httpapi.MaxPlayers)
+	if req.MaxPlayers == nil || *req.MaxPlayers < 1 || *req.MaxPlayers > roomwire.MaxPlayers {
+		return nil, httpapi.Invalid("max_players must be between 1 and %d", roomwire.MaxPlayers)
 	}
 	r.MaxPlayers = *req.MaxPlayers
 	switch r.StartMode {
@@ -129,8 +90,8 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
 		return nil, httpapi.Invalid("access must be ticket or open")
 	}
 	if v := req.ReconnectWindowSeconds; v != nil {
-		if *v < 0 || *v > httpapi.MaxReconnectWindowSeconds {
-			return nil, httpapi.Invalid("reconnect_window_seconds must be between 0 and %d", httpapi.MaxReconnectWindowSeconds)
+		if *v < 0 || *v > api.MaxReconnectWindowSeconds {
+			return nil, httpapi.Invalid("reconnect_window_seconds must be between 0 and %d", api.MaxReconnectWindowSeconds)
 		}
 		r.ReconnectWindowSeconds = *v
 	}
@@ -144,7 +105,7 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
 	if v := req.SnapshotIntervalFrames; v != nil {
 		limit := s.cfg.MaxSnapshotIntervalFrames
 		if r.SyncMode == store.SyncFrame && r.TickRate > 0 {
-			limit = min(limit, r.TickRate*MaxSnapshotIntervalSeconds)
+			limit = min(limit, r.TickRate*api.MaxSnapshotIntervalSeconds)
 		}
 		if *v < 0 || *v > limit {
 			return nil, httpapi.Invalid("snapshot_interval_frames must be between 0 and %d", limit)
@@ -152,15 +113,15 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
 		r.SnapshotIntervalFrames = *v
 	}
 	if r.Region != "" && !httpapi.ValidRegion(r.Region) {
-		return nil, httpapi.Invalid("region must be 1 to %d characters of A-Z a-z 0-9 _ . -", httpapi.MaxRegionLen)
+		return nil, httpapi.Invalid("region must be 1 to %d characters of A-Z a-z 0-9 _ . -", api.MaxRegionLen)
 	}
 	if !httpapi.IsNull(req.Metadata) {
 		m, err := httpapi.CompactJSON(req.Metadata)
 		if err != nil || m[0] != '{' {
 			return nil, httpapi.Invalid("metadata must be a JSON object")
 		}
-		if len(m) > httpapi.MaxMetadataBytes {
-			return nil, httpapi.Invalid("metadata is larger than %d bytes", httpapi.MaxMetadataBytes)
+		if len(m) > api.MaxMetadataBytes {
+			return nil, httpapi.Invalid("metadata is larger than %d bytes", api.MaxMetadataBytes)
 		}
 		r.Metadata = m
 	}
@@ -169,7 +130,7 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
 
 // createRoom: POST /server/v1/game/rooms.
 func (s *Server) createRoom(ctx context.Context, c *httpapi.Call) (int, any, error) {
-	var req createRoomRequest
+	var req api.CreateRoomRequest
 	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
@@ -189,7 +150,7 @@ func (s *Server) createRoom(ctx context.Context, c *httpapi.Call) (int, any, err
 		}
 		return 0, nil, err
 	}
-	return http.StatusCreated, map[string]any{"room": toRoomJSON(r)}, nil
+	return http.StatusCreated, &api.RoomResponse{Room: toRoomJSON(r)}, nil
 }
 
 // pickNode chooses the node of a new room among the live nodes that are
@@ -211,7 +172,7 @@ func (s *Server) pickNode(ctx context.Context, region string) (*store.Node, erro
 		}
 	}
 	if best == nil {
-		return nil, httpapi.Unavailable("no game node is available", httpapi.ReasonGameNodeUnavailable)
+		return nil, httpapi.Unavailable("no game node is available", api.ReasonGameNodeUnavailable)
 	}
 	return best, nil
 }
@@ -259,7 +220,7 @@ func (s *Server) refreshRoom(ctx context.Context, r *store.Room, now time.Time) 
 	}
 	nr, err := s.db.UpdateRoom(ctx, r.RoomID, func(r *store.Room) error {
 		if r.Expired(now) {
-			r.MarkClosed(ReasonExpired, now)
+			r.MarkClosed(api.CloseReasonExpired, now)
 		}
 		return nil
 	})
@@ -269,34 +230,31 @@ func (s *Server) refreshRoom(ctx context.Context, r *store.Room, now time.Time) 
 	return nr, err
 }
 
-// ReasonExpired is the close reason of a room past its
-// max_duration_seconds.
-const ReasonExpired = "expired"
-
 // getRoom: GET /server/v1/game/rooms/{room_id}.
 func (s *Server) getRoom(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	r, err := s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
 	if err != nil {
 		return 0, nil, err
 	}
-	members := make([]memberJSON, 0, len(r.Seats))
+	members := make([]api.Member, 0, len(r.Seats))
 	for _, st := range r.Seats {
-		members = append(members, memberJSON{Seat: st.Seat, Username: st.Username, Status: st.Status})
+		members = append(members, api.Member{Seat: st.Seat, Username: st.Username, Status: st.Status})
 	}
-	var node *httpapi.NodeJSON
+	var node *api.Node
 	if n, err := s.db.GetNode(ctx, r.NodeID); err == nil {
-		nj := httpapi.ToNodeJSON(n)
-		node = &nj
+		node = httpapi.ToNodeJSON(n)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return 0, nil, err
 	}
-	return http.StatusOK, map[string]any{"room": toRoomJSON(r), "members": members, "node": node}, nil
+	room := toRoomJSON(r)
+	room.CloseResult = r.CloseResult // here only: a list page stays small
+	return http.StatusOK, &api.GetRoomResponse{Members: members, Node: node, Room: room}, nil
 }
 
 // listRooms: GET /server/v1/game/rooms?status=&page_token=&limit=.
 func (s *Server) listRooms(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	q := c.R.URL.Query()
-	opts := store.ListOptions{Status: q.Get("status"), PageToken: q.Get("page_token"), Limit: DefaultPageSize}
+	opts := store.ListOptions{Status: q.Get("status"), PageToken: q.Get("page_token"), Limit: api.DefaultPageSize}
 	switch opts.Status {
 	case "", store.StatusOpen, store.StatusClosing, store.StatusClosed:
 	default:
@@ -304,8 +262,8 @@ func (s *Server) listRooms(ctx context.Context, c *httpapi.Call) (int, any, erro
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxPageSize {
-			return 0, nil, httpapi.Invalid("limit must be between 1 and %d", MaxPageSize)
+		if err != nil || n < 1 || n > api.MaxPageSize {
+			return 0, nil, httpapi.Invalid("limit must be between 1 and %d", api.MaxPageSize)
 		}
 		opts.Limit = n
 	}
@@ -319,7 +277,7 @@ func (s *Server) listRooms(ctx context.Context, c *httpapi.Call) (int, any, erro
 	if err != nil {
 		return 0, nil, err
 	}
-	out := make([]*roomJSON, 0, len(rooms))
+	out := make([]api.Room, 0, len(rooms))
 	for _, r := range rooms {
 		r, err := s.refreshRoom(ctx, r, c.Now)
 		if err != nil {
@@ -328,33 +286,27 @@ func (s *Server) listRooms(ctx context.Context, c *httpapi.Call) (int, any, erro
 		if r == nil || (opts.Status != "" && r.Status != opts.Status) {
 			continue
 		}
-		out = append(out, toRoomJSON(r))
+		out = append(out, *toRoomJSON(r))
 	}
-	return http.StatusOK, map[string]any{"rooms": out, "next_page_token": next}, nil
-}
-
-type ticketRequest struct {
-	Username   string `json:"username"`
-	Seat       *int   `json:"seat"`
-	TTLSeconds *int64 `json:"ttl_seconds"`
+	return http.StatusOK, &api.ListRoomsResponse{NextPageToken: next, Rooms: out}, nil
 }
 
 // createTicket: POST /server/v1/game/rooms/{room_id}/tickets. Tickets do
 // not reserve seats.
 func (s *Server) createTicket(ctx context.Context, c *httpapi.Call) (int, any, error) {
-	var req ticketRequest
+	var req api.TicketRequest
 	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
 	if !httpapi.ValidUsername(req.Username) {
-		return 0, nil, httpapi.Invalid("username must be 1 to %d characters of A-Z a-z 0-9 _ . -", httpapi.MaxUsernameLen)
+		return 0, nil, httpapi.Invalid("username must be 1 to %d characters of A-Z a-z 0-9 _ . -", api.MaxUsernameLen)
 	}
 	ttl, err := httpapi.TTLSeconds("ttl_seconds", req.TTLSeconds, s.cfg.JoinTicketTTL, s.cfg.MaxJoinTicketTTL)
 	if err != nil {
 		return 0, nil, err
 	}
-	if req.Seat != nil && (*req.Seat < 0 || *req.Seat >= httpapi.MaxPlayers) {
-		return 0, nil, httpapi.Invalid("seat must be between 0 and %d", httpapi.MaxPlayers-1)
+	if req.Seat != nil && (*req.Seat < 0 || *req.Seat >= roomwire.MaxPlayers) {
+		return 0, nil, httpapi.Invalid("seat must be between 0 and %d", roomwire.MaxPlayers-1)
 	}
 	r, err := s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
 	if err != nil {
@@ -364,7 +316,7 @@ func (s *Server) createTicket(ctx context.Context, c *httpapi.Call) (int, any, e
 		return 0, nil, httpapi.Invalid("seat must be below max_players (%d)", r.MaxPlayers)
 	}
 	if r.Status != store.StatusOpen {
-		return 0, nil, httpapi.Conflict("room is not open", httpapi.ReasonRoomNotOpen)
+		return 0, nil, httpapi.Conflict("room is not open", api.ReasonRoomNotOpen)
 	}
 	ticket := tokens.NewJoinTicket()
 	exp := c.Now.Add(ttl).UTC()
@@ -376,5 +328,5 @@ func (s *Server) createTicket(ctx context.Context, c *httpapi.Call) (int, any, e
 	}); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusCreated, map[string]any{"ticket": ticket, "expires_at": httpapi.TimeJSON(exp)}, nil
+	return http.StatusCreated, &api.TicketResponse{ExpiresAt: api.NewTime(exp), Ticket: ticket}, nil
 }

@@ -15,8 +15,6 @@ import (
 // Defaults of [Config], and the fixed limits of the rooms API
 // (docs/api.md).
 const (
-	// ConnectTicketTTL is the lifetime of a connect ticket (seed: 60 s).
-	ConnectTicketTTL = 60 * time.Second
 	// DefaultJoinTicketTTL is the lifetime of a join ticket when the
 	// backend gives no ttl_seconds.
 	DefaultJoinTicketTTL = 300 * time.Second
@@ -27,24 +25,13 @@ const (
 	DefaultMaxRoomDuration = 24 * time.Hour
 	// DefaultMaxSnapshotIntervalFrames caps snapshot_interval_frames: 60 s
 	// at 60 ticks per second. A frame room's interval is also capped at
-	// MaxSnapshotIntervalSeconds of its own ticks.
+	// api.MaxSnapshotIntervalSeconds of its own ticks.
 	DefaultMaxSnapshotIntervalFrames = 3600
-	// MaxSnapshotIntervalSeconds caps a frame room's snapshot interval at
-	// tick_rate × 60 frames: the frames a node retains at least. A client
-	// that fell out of retention recovers from the newest snapshot plus
-	// the frames after it, which the node keeps only if snapshots come at
-	// least that often (see docs/api.md).
-	MaxSnapshotIntervalSeconds = 60
 	// DefaultMaxBodyBytes bounds every request body.
 	DefaultMaxBodyBytes = 64 << 10
 	// DefaultCommandTimeout is how long the API waits for a node to
 	// answer a command before it counts the node as unavailable.
 	DefaultCommandTimeout = 2 * time.Second
-	// DefaultPageSize is the page size of GET /server/v1/game/rooms
-	// without ?limit=.
-	DefaultPageSize = 50
-	// MaxPageSize caps ?limit= of GET /server/v1/game/rooms.
-	MaxPageSize = 200
 	// DefaultJoinRate and DefaultJoinBurst limit C1 calls per login
 	// session.
 	DefaultJoinRate  = 2.0

@@ -201,8 +201,8 @@ func demoBackend(ctx context.Context, o options) (roomID, authToken, ticket stri
 	roomID = o.room
 	if roomID == "" {
 		r, err := be.CreateRoom(ctx, backend.CreateRoomRequest{
-			SyncMode: "frame", TickRate: 20, MaxPlayers: 4, StartMode: "auto",
-			SnapshotIntervalFrames: int(o.snapshotInterval),
+			SyncMode: "frame", TickRate: new(20), MaxPlayers: new(4), StartMode: "auto",
+			SnapshotIntervalFrames: new(int(o.snapshotInterval)),
 		})
 		if err != nil {
 			return "", "", "", fmt.Errorf("create a room: %w", err)

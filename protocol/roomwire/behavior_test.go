@@ -109,6 +109,8 @@ func TestBehaviorCapsMatchConstants(t *testing.T) {
 		"MaxResultLen":        roomwire.MaxResultLen,
 		"MaxMembers":          roomwire.MaxMembers,
 		"MaxConnectTicketLen": roomwire.MaxConnectTicketLen,
+		"MaxPlayers":          roomwire.MaxPlayers,
+		"MaxTickRate":         roomwire.MaxTickRate,
 	}
 	declared := maxConstants(t)
 	var mapped []string

@@ -51,19 +51,19 @@ func (t Type) Known() bool { return typeNames[t] != "" }
 // own, chosen so that every message has a bounded size (see
 // docs/protocol/rooms.md).
 const (
-	MaxSDKVersionLen    = 64    // HELLO.sdk_version
-	MaxResumeTokenLen   = 256   // WELCOME.resume_token
-	MaxInputLen         = 128   // INPUT.data, and each input inside frames
-	MaxCustomLen        = 1024  // CUSTOM.data
-	MaxSnapshotLen      = 65536 // SNAPSHOT_PUT.data, SNAPSHOT.data
-	MaxFramesPerFrame   = 3     // FRAME: the newest frame and the two before it
-	MaxFramesPerBatch   = 300   // FRAME_BATCH
-	MaxUsernameLen      = 64    // WELCOME member username, MEMBER.username
-	MaxReasonLen        = 64    // ROOM_STATE.reason, MEMBER.reason, ERROR.reason
-	MaxErrorMessageLen  = 256   // ERROR.message
-	MaxResultLen        = 16384 // ROOM_STATE.result, ERROR.result (JSON from the game backend)
-	MaxMembers          = 16    // WELCOME.members; rooms have at most 16 seats
-	MaxConnectTicketLen = 1024  // handshake token of a HELLO
+	MaxSDKVersionLen    = 64         // HELLO.sdk_version
+	MaxResumeTokenLen   = 256        // WELCOME.resume_token
+	MaxInputLen         = 128        // INPUT.data, and each input inside frames
+	MaxCustomLen        = 1024       // CUSTOM.data
+	MaxSnapshotLen      = 65536      // SNAPSHOT_PUT.data, SNAPSHOT.data
+	MaxFramesPerFrame   = 3          // FRAME: the newest frame and the two before it
+	MaxFramesPerBatch   = 300        // FRAME_BATCH
+	MaxUsernameLen      = 64         // WELCOME member username, MEMBER.username
+	MaxReasonLen        = 64         // ROOM_STATE.reason, MEMBER.reason, ERROR.reason
+	MaxErrorMessageLen  = 256        // ERROR.message
+	MaxResultLen        = 16384      // ROOM_STATE.result, ERROR.result (JSON from the game backend)
+	MaxMembers          = MaxPlayers // WELCOME.members; rooms have at most 16 seats
+	MaxConnectTicketLen = 1024       // handshake token of a HELLO
 )
 
 // Values of WELCOME.sync_mode.

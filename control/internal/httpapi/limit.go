@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -8,8 +9,8 @@ import (
 )
 
 // Limiter is a token bucket per key (a client IP or a login session),
-// remembering at most max keys. When full it forgets the keys
-// idle longest, so memory stays bounded whatever the traffic.
+// remembering at most max keys. When full it forgets the eighth of the
+// keys idle longest, so memory stays bounded whatever the traffic.
 type Limiter struct {
 	// immutable after NewLimiter
 	limit rate.Limit
@@ -55,23 +56,20 @@ func (l *Limiter) Allow(key string, now time.Time) bool {
 	return e.lim.AllowN(now, 1)
 }
 
-// evictLocked forgets the keys idle at least as long as the mean idle key
-// (at least one: the oldest).
+// evictLocked forgets the 1/8 of the keys idle longest (at least one),
+// so that a burst of new keys never resets every bucket at once, and a
+// full limiter evicts once per max/8 new keys.
 func (l *Limiter) evictLocked() {
-	var sum time.Duration
-	var ref time.Time
-	for _, e := range l.keys {
-		if ref.IsZero() || e.seen.After(ref) {
-			ref = e.seen
-		}
+	type idle struct {
+		key  string
+		seen time.Time
 	}
-	for _, e := range l.keys {
-		sum += ref.Sub(e.seen)
-	}
-	mean := sum / time.Duration(len(l.keys))
+	all := make([]idle, 0, len(l.keys))
 	for k, e := range l.keys {
-		if ref.Sub(e.seen) >= mean {
-			delete(l.keys, k)
-		}
+		all = append(all, idle{k, e.seen})
+	}
+	slices.SortFunc(all, func(a, b idle) int { return a.seen.Compare(b.seen) })
+	for _, e := range all[:max(1, len(all)/8)] {
+		delete(l.keys, e.key)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/store"
 )
@@ -24,9 +25,9 @@ func SendCommand(ctx context.Context, bb *backbone.Conn, timeout time.Duration, 
 func NodeError(log *slog.Logger, verb string, err error) *Error {
 	var ce *store.CommandError
 	if errors.As(err, &ce) {
-		st, ok := statusOfCode[ce.Code]
+		st, ok := api.StatusOf(ce.Code)
 		if !ok {
-			st, ce.Code = http.StatusInternalServerError, CodeInternal
+			st, ce.Code = http.StatusInternalServerError, api.CodeInternal
 		}
 		msg := ce.Message
 		if msg == "" || st == http.StatusInternalServerError {
@@ -46,35 +47,13 @@ func NodeError(log *slog.Logger, verb string, err error) *Error {
 func NodeGone(err error) bool {
 	var ce *store.CommandError
 	if errors.As(err, &ce) {
-		return ce.Code == CodeNotFound
+		return ce.Code == api.CodeNotFound
 	}
 	return err != nil
 }
 
-var statusOfCode = map[string]int{
-	CodeInvalidArgument:  http.StatusBadRequest,
-	CodeUnauthenticated:  http.StatusUnauthorized,
-	CodePermissionDenied: http.StatusForbidden,
-	CodeNotFound:         http.StatusNotFound,
-	CodeConflict:         http.StatusConflict,
-	CodeRateLimited:      http.StatusTooManyRequests,
-	CodeInternal:         http.StatusInternalServerError,
-	CodeUnavailable:      http.StatusServiceUnavailable,
-}
-
-// NodeJSON is a game node as the server API shows it.
-type NodeJSON struct {
-	NodeID      string `json:"node_id"`
-	WSURL       string `json:"ws_url"`
-	Region      string `json:"region,omitempty"`
-	Rooms       int    `json:"rooms"`
-	Connections int    `json:"connections"`
-	Draining    bool   `json:"draining"`
-	Version     string `json:"version,omitempty"`
-}
-
-// ToNodeJSON converts a registry record.
-func ToNodeJSON(n *store.Node) NodeJSON {
-	return NodeJSON{NodeID: n.NodeID, WSURL: n.WSURL, Region: n.Region, Rooms: n.Rooms,
+// ToNodeJSON converts a registry record to the node object of the API.
+func ToNodeJSON(n *store.Node) *api.Node {
+	return &api.Node{NodeID: n.NodeID, WSURL: n.WSURL, Region: n.Region, Rooms: n.Rooms,
 		Connections: n.Connections, Draining: n.Draining, Version: n.Version}
 }

@@ -8,30 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
-)
 
-// Error codes of the error JSON (rooms spec §2).
-const (
-	CodeInvalidArgument  = "invalid_argument"
-	CodeUnauthenticated  = "unauthenticated"
-	CodePermissionDenied = "permission_denied"
-	CodeNotFound         = "not_found"
-	CodeConflict         = "conflict"
-	CodeRateLimited      = "rate_limited"
-	CodeInternal         = "internal"
-	CodeUnavailable      = "unavailable"
-)
-
-// Reasons in details.reason, as the seed names them.
-const (
-	ReasonRoomNotOpen         = "room_not_open"
-	ReasonRoomFull            = "room_full"
-	ReasonSeatTaken           = "seat_taken"
-	ReasonJoinedOnOtherDevice = "joined_on_other_device"
-	ReasonGameNodeUnavailable = "game_node_unavailable"
-	ReasonNotManual           = "not_manual"
-	ReasonAlreadyStarted      = "already_started"
-	ReasonBodyTooLarge        = "body_too_large"
+	"github.com/switchboardgg/switchboard/api"
 )
 
 // Error is an error with its HTTP answer. Handlers return it; anything
@@ -52,68 +30,51 @@ func (e *Error) Error() string {
 
 // Invalid is a 400 invalid_argument with a formatted message.
 func Invalid(format string, args ...any) *Error {
-	return &Error{Status: http.StatusBadRequest, Code: CodeInvalidArgument, Message: fmt.Sprintf(format, args...)}
+	return &Error{Status: http.StatusBadRequest, Code: api.CodeInvalidArgument, Message: fmt.Sprintf(format, args...)}
 }
 
 // Unauthenticated is a 401 unauthenticated.
 func Unauthenticated(msg string) *Error {
-	return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthenticated, Message: msg}
+	return &Error{Status: http.StatusUnauthorized, Code: api.CodeUnauthenticated, Message: msg}
 }
 
 // Denied is a 403 permission_denied.
 func Denied(msg string) *Error {
-	return &Error{Status: http.StatusForbidden, Code: CodePermissionDenied, Message: msg}
+	return &Error{Status: http.StatusForbidden, Code: api.CodePermissionDenied, Message: msg}
 }
 
 // NotFound is a 404 not_found.
 func NotFound(msg string) *Error {
-	return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: msg}
+	return &Error{Status: http.StatusNotFound, Code: api.CodeNotFound, Message: msg}
 }
 
 // Conflict is a 409 conflict with an optional details.reason.
 func Conflict(msg, reason string) *Error {
-	return &Error{Status: http.StatusConflict, Code: CodeConflict, Message: msg, Reason: reason}
+	return &Error{Status: http.StatusConflict, Code: api.CodeConflict, Message: msg, Reason: reason}
 }
 
 // Unavailable is a 503 unavailable with an optional details.reason.
 func Unavailable(msg, reason string) *Error {
-	return &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, Message: msg, Reason: reason}
+	return &Error{Status: http.StatusServiceUnavailable, Code: api.CodeUnavailable, Message: msg, Reason: reason}
 }
 
 // NodeUnavailable is the 503 game_node_unavailable of a node that did
 // not answer.
 func NodeUnavailable() *Error {
-	return Unavailable("the room's game node is unavailable", ReasonGameNodeUnavailable)
+	return Unavailable("the room's game node is unavailable", api.ReasonGameNodeUnavailable)
 }
 
 // ErrRateLimited (429) and ErrInternal (500) have fixed messages.
 var (
-	ErrRateLimited = &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many requests"}
-	ErrInternal    = &Error{Status: http.StatusInternalServerError, Code: CodeInternal, Message: "internal error"}
+	ErrRateLimited = &Error{Status: http.StatusTooManyRequests, Code: api.CodeRateLimited, Message: "too many requests"}
+	ErrInternal    = &Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: "internal error"}
 )
 
-// ErrorBody is the error JSON of rooms spec §2.
-type ErrorBody struct {
-	Error ErrorObject `json:"error"`
-}
-
-// ErrorObject is the "error" member of [ErrorBody].
-type ErrorObject struct {
-	Code    string        `json:"code"`
-	Message string        `json:"message"`
-	Details *ErrorDetails `json:"details,omitempty"`
-}
-
-// ErrorDetails is the optional "details" member of [ErrorObject].
-type ErrorDetails struct {
-	Reason string `json:"reason"`
-}
-
 // Body returns the error JSON of e.
-func (e *Error) Body() ErrorBody {
-	b := ErrorBody{Error: ErrorObject{Code: e.Code, Message: e.Message}}
+func (e *Error) Body() api.ErrorBody {
+	b := api.ErrorBody{Error: api.ErrorObject{Code: e.Code, Message: e.Message}}
 	if e.Reason != "" {
-		b.Error.Details = &ErrorDetails{Reason: e.Reason}
+		b.Error.Details = &api.ErrorDetails{Reason: e.Reason}
 	}
 	return b
 }
@@ -136,14 +97,18 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 
 // DecodeBody decodes the JSON object in r's body into v. The body is
 // limited to max bytes; unknown fields, trailing data, wrong types and
-// malformed JSON are all 400 invalid_argument. An empty body decodes as {}.
+// malformed JSON are all 400 invalid_argument, and so is what
+// encoding/json would let through but a strict parser refuses or reads
+// differently (see checkStrict): text that is not UTF-8, an unpaired
+// surrogate escape, a duplicate key, a field name in another case. An
+// empty body decodes as {}.
 func DecodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			e := Invalid("request body is larger than %d bytes", max)
-			e.Reason = ReasonBodyTooLarge
+			e.Reason = api.ReasonBodyTooLarge
 			return e
 		}
 		return Invalid("cannot read the request body")
@@ -158,6 +123,9 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error 
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Invalid("request body must hold a single JSON object")
+	}
+	if err := checkStrict(body, v); err != nil {
+		return err
 	}
 	return nil
 }

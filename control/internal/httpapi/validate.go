@@ -4,30 +4,33 @@ import (
 	"bytes"
 	"encoding/json"
 	"time"
+
+	"github.com/switchboardgg/switchboard/api"
 )
 
-// ValidUsername: 1–MaxUsernameLen of [A-Za-z0-9_.-].
+// ValidUsername reports whether s is 1–api.MaxUsernameLen of [A-Za-z0-9_.-].
 func ValidUsername(s string) bool {
-	return len(s) >= 1 && len(s) <= MaxUsernameLen && allBytes(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' })
+	return len(s) >= 1 && len(s) <= api.MaxUsernameLen && allBytes(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' })
 }
 
-// ValidRoomID: 1–MaxRoomIDLen of [A-Za-z0-9_-].
+// ValidRoomID reports whether s is 1–api.MaxRoomIDLen of [A-Za-z0-9_-].
 func ValidRoomID(s string) bool {
-	return len(s) >= 1 && len(s) <= MaxRoomIDLen && allBytes(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' })
+	return len(s) >= 1 && len(s) <= api.MaxRoomIDLen && allBytes(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' })
 }
 
-// ValidRegion: 1–MaxRegionLen of [A-Za-z0-9_.-].
+// ValidRegion reports whether s is 1–api.MaxRegionLen of [A-Za-z0-9_.-].
 func ValidRegion(s string) bool {
-	return len(s) >= 1 && len(s) <= MaxRegionLen && allBytes(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' })
+	return len(s) >= 1 && len(s) <= api.MaxRegionLen && allBytes(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' })
 }
 
-// ValidClientSessionID: MinClientSessionIDLen–MaxClientSessionIDLen
-// visible ASCII (0x21–0x7E), as the seed says.
+// ValidClientSessionID reports whether s is
+// api.MinClientSessionIDLen–api.MaxClientSessionIDLen visible ASCII
+// (0x21–0x7E), as the seed says.
 func ValidClientSessionID(s string) bool {
-	return len(s) >= MinClientSessionIDLen && len(s) <= MaxClientSessionIDLen && allBytes(s, func(c byte) bool { return c >= 0x21 && c <= 0x7e })
+	return len(s) >= api.MinClientSessionIDLen && len(s) <= api.MaxClientSessionIDLen && allBytes(s, func(c byte) bool { return c >= 0x21 && c <= 0x7e })
 }
 
-// ValidReason: 1–max printable ASCII (0x20–0x7E).
+// ValidReason reports whether s is 1–max printable ASCII (0x20–0x7E).
 func ValidReason(s string, max int) bool {
 	return len(s) >= 1 && len(s) <= max && allBytes(s, func(c byte) bool { return c >= 0x20 && c <= 0x7e })
 }
@@ -72,10 +75,4 @@ func TTLSeconds(field string, v *int64, def, max time.Duration) (time.Duration, 
 		return 0, Invalid("%s must be between 1 and %d", field, maxS)
 	}
 	return time.Duration(*v) * time.Second, nil
-}
-
-// TimeJSON formats t as RFC 3339 with milliseconds in UTC, the form of
-// every timestamp of the API ("2026-11-10T08:01:00.000Z").
-func TimeJSON(t time.Time) string {
-	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
