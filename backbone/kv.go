@@ -47,6 +47,9 @@ var (
 	ErrValueTooLarge = errors.New("backbone: value too large")
 	// ErrInvalidKey is returned (wrapped) for a key NATS cannot store.
 	ErrInvalidKey = errors.New("backbone: invalid key")
+	// ErrTooManyKeys is returned (wrapped) by Keys when more than
+	// KVConfig.MaxKeys keys match.
+	ErrTooManyKeys = errors.New("backbone: too many keys")
 )
 
 // KVConfig configures [NewKV]. Its zero value works.
@@ -208,7 +211,7 @@ func (b *KV[T]) Purge(ctx context.Context, key string) error {
 
 // Keys returns the keys matching the subject filters (all keys without
 // one), in no particular order, at most KVConfig.MaxKeys (then the
-// error wraps ErrValueTooLarge, with no keys).
+// error wraps ErrTooManyKeys, with no keys).
 func (b *KV[T]) Keys(ctx context.Context, filters ...string) ([]string, error) {
 	var (
 		lister jetstream.KeyLister
@@ -226,7 +229,7 @@ func (b *KV[T]) Keys(ctx context.Context, filters ...string) ([]string, error) {
 	var keys []string
 	for k := range lister.Keys() {
 		if len(keys) == b.cfg.MaxKeys {
-			return nil, fmt.Errorf("backbone: list %s keys: more than %d: %w", b.cfg.Name, b.cfg.MaxKeys, ErrValueTooLarge)
+			return nil, fmt.Errorf("backbone: list %s keys: more than %d: %w", b.cfg.Name, b.cfg.MaxKeys, ErrTooManyKeys)
 		}
 		keys = append(keys, k)
 	}

@@ -165,8 +165,8 @@ func TestKVKeys(t *testing.T) {
 	if _, err := kv.Put(ctx, "s.2", &counter{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Keys(ctx); !errors.Is(err, ErrValueTooLarge) {
-		t.Fatalf("Keys over MaxKeys: %v, want ErrValueTooLarge", err)
+	if _, err := kv.Keys(ctx); !errors.Is(err, ErrTooManyKeys) {
+		t.Fatalf("Keys over MaxKeys: %v, want ErrTooManyKeys", err)
 	}
 }
 
