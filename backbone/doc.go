@@ -1,6 +1,7 @@
 // Package backbone owns the NATS side of switchboard: the embedded
 // nats-server used by `switchboard dev`, the client connection every role
-// opens, JetStream key-value buckets, and JSON request/reply helpers.
+// opens, JetStream key-value buckets, typed as [KV] (JSON values and the
+// compare-and-set loop, [KV.Update]), and JSON request/reply helpers.
 //
 // It does not know what the records in the buckets mean (package store
 // does) nor what the commands do (packages control and node do).

@@ -11,4 +11,7 @@
 //
 // A run starts one goroutine per simulated player plus one for progress
 // lines; RunRooms returns only after every one of them has ended.
+// RunControl (the control plane alone: auth token, login, join, over
+// plain HTTP) starts ControlConfig.Concurrency flow goroutines and one
+// that creates rooms ahead, and returns after all of them have ended.
 package bench

@@ -356,7 +356,7 @@ func (f *fakeNode) Admit(_ context.Context, req *store.AdmitRequest) (*store.Com
 
 func (f *fakeNode) Start(ctx context.Context, req *store.StartRequest) (*store.CommandReply, error) {
 	f.record(store.VerbStart)
-	r, err := f.db.UpdateRoom(ctx, req.Room.RoomID, func(r *store.Room) error {
+	r, err := f.db.UpdateRoom(ctx, req.RoomID, func(r *store.Room) error {
 		if r.State != store.StateWaiting {
 			return &store.CommandError{Code: store.CodeConflict, Message: "already started"}
 		}

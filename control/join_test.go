@@ -51,8 +51,8 @@ func TestJoinAnswer(t *testing.T) {
 	if ct.RoomID != id || ct.Seat != 0 || ct.Username != "alice" || ct.ClientSessionID != "join-6f2a01b7-468e" || ct.ID == "" {
 		t.Errorf("connect ticket: %+v", ct)
 	}
-	if admits := node.Admits(); len(admits) != 1 || admits[0].Seat != 0 || admits[0].Username != "alice" || admits[0].Room == nil ||
-		admits[0].SessionID != ct.SessionID || admits[0].Room.Seat(0) == nil {
+	if admits := node.Admits(); len(admits) != 1 || admits[0].Seat != 0 || admits[0].Username != "alice" || admits[0].Settings.RoomID != id ||
+		admits[0].SessionID != ct.SessionID || admits[0].Settings.MaxPlayers == 0 {
 		t.Errorf("admit: %+v", admits)
 	}
 

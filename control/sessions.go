@@ -91,11 +91,11 @@ func (s *Server) refresh(ctx context.Context, c *httpapi.Call) (int, any, error)
 	oldHash := tokens.Hash(req.RefreshToken)
 	next := newRefreshToken(sid)
 	sess, err := s.db.UpdateSession(ctx, sid, func(sess *store.Session) error {
-		if subtle.ConstantTimeCompare([]byte(sess.RefreshHash), []byte(oldHash)) != 1 || !c.Now.Before(sess.ExpiresAt) {
+		// Refresh also ends the session at its absolute lifetime.
+		if subtle.ConstantTimeCompare([]byte(sess.RefreshHash), []byte(oldHash)) != 1 || !sess.Refresh(c.Now, sessionLifetime) {
 			return denied
 		}
 		sess.RefreshHash = tokens.Hash(next)
-		sess.ExpiresAt = c.Now.Add(sessionLifetime).UTC()
 		return nil
 	})
 	if errors.Is(err, store.ErrNotFound) {

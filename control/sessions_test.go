@@ -158,3 +158,20 @@ func TestLoginRateLimit(t *testing.T) {
 	e.clock.Advance(time.Second)
 	want(t, e.do("POST", "/client/v1/sessions", "", body), 201)
 }
+
+// Refresh keeps a login session alive 30 days after each refresh, but not
+// past its absolute lifetime (90 days after login).
+func TestRefreshAbsoluteLifetime(t *testing.T) {
+	e := newEnv(t)
+	r := e.do("POST", "/client/v1/sessions", "", map[string]any{"username": "alice", "auth_token": e.authToken("alice", time.Minute)})
+	want(t, r, 201)
+	refresh := r.body["refresh_token"].(string)
+	for day := 29; day < 90; day += 29 {
+		e.clock.Advance(29 * 24 * time.Hour)
+		r = e.do("POST", "/client/v1/sessions/refresh", "", map[string]any{"refresh_token": refresh})
+		want(t, r, 200)
+		refresh = r.body["refresh_token"].(string)
+	}
+	e.clock.Advance(4 * 24 * time.Hour) // day 91: inside 30 days of the last refresh
+	want(t, e.do("POST", "/client/v1/sessions/refresh", "", map[string]any{"refresh_token": refresh}), 401, "unauthenticated")
+}

@@ -33,8 +33,8 @@ func cmdErr(code, reason, msg string) *store.CommandError {
 
 var errNoRoom = cmdErr(store.CodeNotFound, "", "the node does not run this room")
 
-// roomConfig converts a room record to the engine's configuration.
-func roomConfig(r *store.Room) (rooms.RoomConfig, error) {
+// roomConfig converts a room's settings to the engine's configuration.
+func roomConfig(r *store.RoomSettings) (rooms.RoomConfig, error) {
 	sm, ok1 := rooms.ParseSyncMode(r.SyncMode)
 	st, ok2 := rooms.ParseStartMode(r.StartMode)
 	if !ok1 || !ok2 {
@@ -53,23 +53,20 @@ func roomConfig(r *store.Room) (rooms.RoomConfig, error) {
 	}, nil
 }
 
-// Admit runs the room of the record unless it runs already, and gives the
-// seat to the login session; the player has Rooms.ConnectTimeout to
-// connect.
+// Admit runs the room with the request's settings unless it runs
+// already, and gives the seat to the login session; the player has
+// Rooms.ConnectTimeout to connect. Control admits only to open rooms.
 func (h commands) Admit(_ context.Context, req *store.AdmitRequest) (*store.CommandReply, error) {
 	s := h.s
-	if req.Room == nil || req.Room.RoomID == "" {
+	if req.Settings.RoomID == "" {
 		return nil, cmdErr(store.CodeInvalidArgument, "", "admit without a room")
 	}
 	if s.draining.Load() {
 		return nil, cmdErr(store.CodeUnavailable, reasonNodeDraining, "the game node is draining")
 	}
-	if req.Room.Status != store.StatusOpen {
-		return nil, cmdErr(store.CodeConflict, reasonRoomNotOpen, "room is not open")
-	}
-	rc, err := roomConfig(req.Room)
+	rc, err := roomConfig(&req.Settings)
 	if err != nil {
-		return nil, cmdErr(store.CodeInvalidArgument, "", "invalid room record")
+		return nil, cmdErr(store.CodeInvalidArgument, "", "invalid room settings")
 	}
 	r, err := s.engine.Open(rc)
 	if err == nil {
@@ -80,14 +77,14 @@ func (h commands) Admit(_ context.Context, req *store.AdmitRequest) (*store.Comm
 		// The record must show the seat held: a release of the same
 		// session may be on its way to it (the node released the seat,
 		// and C1 came again before the record learnt it).
-		s.records.admitted(req.Room.RoomID, req.Seat, req.Username, req.SessionID)
+		s.records.admitted(req.Settings.RoomID, req.Seat, req.Username, req.SessionID)
 		return nil, nil
 	case errors.Is(err, rooms.ErrDraining):
 		return nil, cmdErr(store.CodeUnavailable, reasonNodeDraining, "the game node is draining")
 	case errors.Is(err, rooms.ErrTooManyRooms):
 		return nil, cmdErr(store.CodeUnavailable, reasonNodeFull, "the game node runs too many rooms")
 	case errors.Is(err, rooms.ErrBadConfig), errors.Is(err, rooms.ErrBadSeat):
-		return nil, cmdErr(store.CodeInvalidArgument, "", "invalid room record or seat")
+		return nil, cmdErr(store.CodeInvalidArgument, "", "invalid room settings or seat")
 	case errors.Is(err, rooms.ErrSeatTaken):
 		return nil, cmdErr(store.CodeConflict, reasonSeatTaken, "seat is taken")
 	case errors.Is(err, rooms.ErrRoomEnded):
@@ -100,10 +97,10 @@ func (h commands) Admit(_ context.Context, req *store.AdmitRequest) (*store.Comm
 // playing.
 func (h commands) Start(ctx context.Context, req *store.StartRequest) (*store.CommandReply, error) {
 	s := h.s
-	if req.Room == nil {
+	if req.RoomID == "" {
 		return nil, cmdErr(store.CodeInvalidArgument, "", "start without a room")
 	}
-	r := s.engine.Room(req.Room.RoomID)
+	r := s.engine.Room(req.RoomID)
 	if r == nil {
 		return nil, errNoRoom
 	}
@@ -123,14 +120,14 @@ func (h commands) Start(ctx context.Context, req *store.StartRequest) (*store.Co
 	// The record is marked playing here, not only by the record worker,
 	// so that control can answer with the started room.
 	now := s.cfg.Now().UTC()
-	rec, err := s.cfg.DB.UpdateRoom(ctx, req.Room.RoomID, func(rec *store.Room) error {
-		if !markPlaying(rec, now) {
+	rec, err := s.cfg.DB.UpdateRoom(ctx, req.RoomID, func(rec *store.Room) error {
+		if !rec.MarkPlaying(now) {
 			return errNoChange
 		}
 		return nil
 	})
 	if errors.Is(err, errNoChange) { // the record worker was first
-		rec, err = s.cfg.DB.GetRoom(ctx, req.Room.RoomID)
+		rec, err = s.cfg.DB.GetRoom(ctx, req.RoomID)
 	}
 	if err != nil {
 		return nil, nil // started; control reads the record

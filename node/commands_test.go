@@ -51,28 +51,28 @@ func TestCommands(t *testing.T) {
 	})
 
 	t.Run("admit errors", func(t *testing.T) {
-		_, err := cmd(store.VerbAdmit, &store.AdmitRequest{Room: rec, Seat: 0, Username: "x", SessionID: "other"})
+		_, err := cmd(store.VerbAdmit, &store.AdmitRequest{Settings: rec.Settings(), Seat: 0, Username: "x", SessionID: "other"})
 		if got := codeOf(err); got != "conflict/seat_taken" {
 			t.Errorf("admit held seat: %s", got)
 		}
-		_, err = cmd(store.VerbAdmit, &store.AdmitRequest{Room: rec, Seat: 9, Username: "x", SessionID: "other"})
+		_, err = cmd(store.VerbAdmit, &store.AdmitRequest{Settings: rec.Settings(), Seat: 9, Username: "x", SessionID: "other"})
 		if got := codeOf(err); got != "invalid_argument/" {
 			t.Errorf("admit seat 9: %s", got)
 		}
 	})
 
 	t.Run("start", func(t *testing.T) {
-		reply, err := cmd(store.VerbStart, &store.StartRequest{Room: rec})
+		reply, err := cmd(store.VerbStart, &store.StartRequest{RoomID: rec.RoomID})
 		if err != nil || reply.Room == nil || reply.Room.State != store.StatePlaying || reply.Room.StartedAt == nil {
 			t.Fatalf("start: %+v, %v", reply, err)
 		}
 		if rs := expect[*roomwire.RoomState](a); rs.State != roomwire.StatePlaying || rs.StartFrame != 1 {
 			t.Errorf("ROOM_STATE %+v", rs)
 		}
-		if _, err := cmd(store.VerbStart, &store.StartRequest{Room: rec}); codeOf(err) != "conflict/already_started" {
+		if _, err := cmd(store.VerbStart, &store.StartRequest{RoomID: rec.RoomID}); codeOf(err) != "conflict/already_started" {
 			t.Errorf("second start: %v", err)
 		}
-		if _, err := cmd(store.VerbStart, &store.StartRequest{Room: record("nope", nil)}); codeOf(err) != "not_found/" {
+		if _, err := cmd(store.VerbStart, &store.StartRequest{RoomID: "nope"}); codeOf(err) != "not_found/" {
 			t.Errorf("start unknown room: %v", err)
 		}
 	})
@@ -165,7 +165,7 @@ func TestCommands(t *testing.T) {
 		late := e.dial() // a draining node answers handshakes with ERROR 10
 		late.hello(e.ticket("dr", 0, nil))
 		late.expectError(roomwire.CodeNodeDraining)
-		_, err := cmd(store.VerbAdmit, &store.AdmitRequest{Room: record("late", nil), Seat: 0, Username: "u", SessionID: "s"})
+		_, err := cmd(store.VerbAdmit, &store.AdmitRequest{Settings: record("late", nil).Settings(), Seat: 0, Username: "u", SessionID: "s"})
 		if codeOf(err) != "unavailable/node_draining" {
 			t.Errorf("admit while draining: %v", err)
 		}
@@ -230,7 +230,7 @@ func TestReadmitAfterRelease(t *testing.T) {
 				waitFor(t, "seat 0 released in the record", func() bool { return getRoom().Seat(0) == nil })
 			}
 			// Control admits the session again (C1 again).
-			if _, err := e.srv.Commands().Admit(ctx, &store.AdmitRequest{Room: getRoom(), Seat: 0, Username: "user0", SessionID: session(0)}); err != nil {
+			if _, err := e.srv.Commands().Admit(ctx, &store.AdmitRequest{Settings: getRoom().Settings(), Seat: 0, Username: "user0", SessionID: session(0)}); err != nil {
 				t.Fatal(err)
 			}
 			b.nc.Close() // a later change, to know when the record caught up

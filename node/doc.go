@@ -46,8 +46,13 @@
 // New starts nothing. Serve runs, besides the HTTP server: the rooms'
 // tick scheduler ([rooms.Engine.Run]), the worker that writes the rooms'
 // state changes to the records (store.DB.UpdateRoom), the registry
-// heartbeat (store.DB.PutNode every Config.Heartbeat) and the command
-// subscriptions (store.ServeCommands). The drain command sends ERROR 10
+// heartbeat (store.DB.PutNode every Config.Heartbeat), the purge of
+// closed rooms (at start, then every 10 minutes: the rooms closed more
+// than store.ClosedRoomRetention ago that it ran or whose node left the
+// registry) and the command subscriptions (store.ServeCommands). Before
+// it serves commands and registers, it closes the records of the rooms
+// its id ran in a previous process (reason node_restarted: their engine
+// state is gone); [Server.Start] returns then. The drain command sends ERROR 10
 // node_draining to every connection, closes every room and marks the
 // registry entry draining; a connection opened after that, until Shutdown
 // or Close, gets ERROR 10 at once. Shutdown drains, stops accepting, waits for the connections and the

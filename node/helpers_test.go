@@ -114,6 +114,11 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 		t.Fatal(err)
 	}
 	e.url = "ws://" + ln.Addr().String() + node.Path
+	// Started before the test's first command, which would otherwise race
+	// with the subscription Serve makes.
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
 	go func() { e.served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
 		if err := srv.Close(); err != nil {
@@ -177,7 +182,7 @@ func session(seat int) string { return fmt.Sprintf("sess-%d", seat) }
 func (e *env) admit(rec *store.Room, seat int) {
 	e.t.Helper()
 	ctx := context.Background()
-	req := &store.AdmitRequest{Room: rec, Seat: seat, Username: fmt.Sprintf("user%d", seat), SessionID: session(seat)}
+	req := &store.AdmitRequest{Settings: rec.Settings(), Seat: seat, Username: fmt.Sprintf("user%d", seat), SessionID: session(seat)}
 	if e.db == nil {
 		if _, err := e.srv.Commands().Admit(ctx, req); err != nil {
 			e.t.Fatalf("admit: %v", err)

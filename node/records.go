@@ -126,55 +126,26 @@ func (c seatChange) then(n seatChange) seatChange {
 func (c *seatChange) apply(r *store.Room, i int, heldAgain func(session string) bool) bool {
 	changed := false
 	if c.released != "" && !heldAgain(c.released) {
-		if st := r.Seat(i); st != nil && st.SessionID == c.released {
-			changed = r.RemoveSeat(i)
-		}
+		changed = r.ReleaseSeat(i, c.released)
 	}
-	st := r.Seat(i)
-	if st == nil {
-		if !c.ensure || c.op == opReleased || r.Status != store.StatusOpen || i >= r.MaxPlayers ||
-			r.SeatOfSession(c.session) != nil || r.SeatOfUser(c.username) != nil {
+	if r.Seat(i) == nil {
+		if !c.ensure || c.op == opReleased || !r.RestoreSeat(i, c.username, c.session, c.joinedAt) {
 			return changed
 		}
-		seat := store.Seat{Seat: i, Username: c.username, SessionID: c.session, Status: store.SeatJoined, JoinedAt: c.joinedAt}
-		switch c.op {
-		case opOnline:
-			at := c.at
-			seat.Status, seat.ConnectedAt = store.SeatOnline, &at
-		case opOffline:
-			seat.Status = store.SeatOffline
-		}
-		r.PutSeat(seat)
-		return true
-	}
-	if st.SessionID != c.session {
-		return changed
+		changed = true
 	}
 	switch c.op {
 	case opReleased:
 		if heldAgain(c.session) {
 			return changed
 		}
-		return r.RemoveSeat(i) || changed
+		return r.ReleaseSeat(i, c.session) || changed
 	case opJoined:
-		if st.Status == store.SeatJoined {
-			return changed
-		}
-		st.Status, st.ConnectedAt = store.SeatJoined, nil
-		return true
+		return r.SetSeatStatus(i, c.session, store.SeatJoined, time.Time{}) || changed
 	case opOnline:
-		if st.Status == store.SeatOnline && st.ConnectedAt != nil && st.ConnectedAt.Equal(c.at) {
-			return changed
-		}
-		at := c.at
-		st.Status, st.ConnectedAt = store.SeatOnline, &at
-		return true
+		return r.SetSeatStatus(i, c.session, store.SeatOnline, c.at) || changed
 	case opOffline:
-		if st.Status == store.SeatOffline {
-			return changed
-		}
-		st.Status = store.SeatOffline
-		return true
+		return r.SetSeatStatus(i, c.session, store.SeatOffline, time.Time{}) || changed
 	}
 	return changed
 }
@@ -239,43 +210,20 @@ func (c *roomChange) then(n *roomChange) {
 func (c *roomChange) apply(r *store.Room, heldAgain func(seat int, session string) bool) bool {
 	changed := false
 	if c.playing {
-		changed = markPlaying(r, c.startedAt) || changed
+		changed = r.MarkPlaying(c.startedAt) || changed
 	}
 	for i := range c.seats {
 		if c.seats[i].session != "" {
 			changed = c.seats[i].apply(r, i, func(session string) bool { return heldAgain(i, session) }) || changed
 		}
 	}
-	if c.ending && r.Status != store.StatusClosed && (r.State != store.StateEnding || r.Status != store.StatusClosing) {
-		r.State, r.Status = store.StateEnding, store.StatusClosing
-		if r.CloseReason == "" {
-			r.CloseReason = c.endReason
-			if len(c.endResult) > 0 {
-				r.CloseResult = append([]byte(nil), c.endResult...)
-			}
-		}
-		changed = true
+	if c.ending {
+		changed = r.MarkEnding(c.endReason, c.endResult) || changed
 	}
-	if c.closed && r.Status != store.StatusClosed {
-		r.Status, r.State = store.StatusClosed, store.StateEnding
-		if r.CloseReason == "" {
-			r.CloseReason = c.closeReason
-		}
-		at := c.closedAt
-		r.ClosedAt = &at
-		changed = true
+	if c.closed {
+		changed = r.MarkClosed(c.closeReason, c.closedAt) || changed
 	}
 	return changed
-}
-
-// markPlaying marks a waiting record playing since at, and reports
-// whether it changed.
-func markPlaying(r *store.Room, at time.Time) bool {
-	if r.State != store.StateWaiting || r.StartedAt != nil {
-		return false
-	}
-	r.State, r.StartedAt = store.StatePlaying, &at
-	return true
 }
 
 // RoomEvent implements rooms.Observer.
@@ -444,6 +392,88 @@ func (w *recordQueue) update(ctx context.Context, id string, c *roomChange) erro
 	}
 	return err
 }
+
+// takeBack closes in the records the rooms that node nodeID ran before
+// this process started (the same id, kept across restarts): their engine
+// state died with the old process, so their players could neither
+// resume nor be told; closing them with reason node_restarted lets C1
+// answer 409 room_not_open and the game backend see why, instead of
+// control admitting players into an empty engine room whose record still
+// shows the old seats. It returns the number of rooms closed.
+func (w *recordQueue) takeBack(ctx context.Context, nodeID string, runs func(roomID string) bool) (int, error) {
+	if w.db == nil {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, takeBackTimeout)
+	defer cancel()
+	old, err := w.db.RoomsOfNode(ctx, nodeID)
+	if err != nil {
+		return 0, fmt.Errorf("node: take back rooms: %w", err)
+	}
+	now := w.now().UTC()
+	closed := 0
+	for _, r := range old {
+		if runs(r.RoomID) {
+			continue
+		}
+		_, err := w.db.UpdateRoom(ctx, r.RoomID, func(rec *store.Room) error {
+			if rec.NodeID != nodeID || !rec.MarkClosed(store.CloseReasonNodeRestarted, now) {
+				return errNoChange
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			closed++
+		case errors.Is(err, errNoChange), errors.Is(err, store.ErrNotFound):
+		default:
+			return closed, fmt.Errorf("node: take back room %s: %w", r.RoomID, err)
+		}
+	}
+	return closed, nil
+}
+
+// purgeEvery is the period of the purge of closed rooms.
+const purgeEvery = 10 * time.Minute
+
+// purgeLoop deletes, at start and then every purgeEvery, the rooms closed
+// more than store.ClosedRoomRetention ago that this node ran, or whose
+// node is gone from the registry, so that closed rooms go even when
+// nobody reads them (control also deletes one it reads). Several nodes
+// may purge the same orphan; deleting twice is harmless.
+func (w *recordQueue) purgeLoop(ctx context.Context, nodeID string) {
+	if w.db == nil {
+		return
+	}
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, purgeEvery/2)
+		n, err := w.db.PurgeClosedRooms(pctx, w.now().Add(-store.ClosedRoomRetention), func(r *store.Room) bool {
+			if r.NodeID == nodeID {
+				return true
+			}
+			_, err := w.db.GetNode(pctx, r.NodeID)
+			return errors.Is(err, store.ErrNotFound)
+		})
+		cancel()
+		switch {
+		case err != nil && ctx.Err() == nil:
+			w.log.Warn("purge of closed rooms failed; retrying later", "purged", n, "err", err)
+		case n > 0:
+			w.log.Info("purged closed rooms", "rooms", n)
+		}
+		t.Reset(purgeEvery)
+	}
+}
+
+// takeBackTimeout bounds the records' take-back at start.
+const takeBackTimeout = 30 * time.Second
 
 // flush waits until every change made so far is written.
 func (w *recordQueue) flush(ctx context.Context) error {

@@ -226,8 +226,15 @@ func (s *Server) start() {
 	s.bg.Go(func() { s.records.run(ctx) })
 	s.mu.Unlock()
 	if s.cfg.DB != nil {
-		s.putNode(ctx)
-		s.bg.Go(func() { s.heartbeat(ctx) })
+		// Before the first command: rooms of a previous process with this
+		// id are closed, not admitted into empty engine rooms.
+		n, err := s.records.takeBack(ctx, s.cfg.ID, func(id string) bool { return s.engine.Room(id) != nil })
+		switch {
+		case err != nil:
+			s.log.Warn("rooms of the previous run not closed; their joins may fail until they expire", "closed", n, "err", err)
+		case n > 0:
+			s.log.Info("closed the rooms of the previous run of this node", "rooms", n, "reason", store.CloseReasonNodeRestarted)
+		}
 	}
 	if s.cfg.Backbone != nil {
 		stop, err := store.ServeCommands(s.cfg.Backbone, s.cfg.ID, commands{s})
@@ -236,7 +243,25 @@ func (s *Server) start() {
 			return
 		}
 		s.mu.Lock()
-		s.stopCmds = stop
+		closed := s.closed
+		if !closed {
+			s.stopCmds = stop
+		}
+		s.mu.Unlock()
+		if closed { // Close ran meanwhile and found nothing to stop
+			_ = stop()
+		}
+	}
+	if s.cfg.DB != nil {
+		// Registered once it serves commands.
+		s.putNode(ctx)
+		// Under mu, so that a Close that began meanwhile is not waiting
+		// on bg already.
+		s.mu.Lock()
+		if !s.closed {
+			s.bg.Go(func() { s.heartbeat(ctx) })
+			s.bg.Go(func() { s.records.purgeLoop(ctx, s.cfg.ID) })
+		}
 		s.mu.Unlock()
 	}
 	s.log.Info("game node serving", "ws_url", s.wsURL)

@@ -43,20 +43,21 @@ func CommandSubject(nodeID, verb string) string {
 	return "sb.node." + nodeID + "." + verb
 }
 
-// AdmitRequest asks the node to run the room (creating it from the record
+// AdmitRequest asks the node to run the room (opening it with Settings
 // if it does not run it yet), mark the seat joined and start its
-// connect_timeout.
+// connect_timeout. It carries the room's settings, not its record, so
+// that the engine does not depend on how records are stored.
 type AdmitRequest struct {
-	Room      *Room  `json:"room"`
-	Seat      int    `json:"seat"`
-	Username  string `json:"username"`
-	SessionID string `json:"session_id"`
+	Settings  RoomSettings `json:"settings"`
+	Seat      int          `json:"seat"`
+	Username  string       `json:"username"`
+	SessionID string       `json:"session_id"`
 }
 
 // StartRequest asks the node to start a manual room (conflict if
 // started).
 type StartRequest struct {
-	Room *Room `json:"room"`
+	RoomID string `json:"room_id"`
 }
 
 // CloseRequest asks the node to close a room: ROOM_STATE 3, ERROR 9,

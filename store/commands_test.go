@@ -15,10 +15,10 @@ type testNode struct {
 }
 
 func (n *testNode) Admit(_ context.Context, req *AdmitRequest) (*CommandReply, error) {
-	if req.Room == nil {
+	if req.Settings.RoomID == "" {
 		return nil, &CommandError{Code: CodeInvalidArgument, Message: "no room"}
 	}
-	r := req.Room.Clone()
+	r := &Room{RoomID: req.Settings.RoomID, MaxPlayers: req.Settings.MaxPlayers}
 	r.PutSeat(Seat{Seat: req.Seat, Username: req.Username, SessionID: req.SessionID, Status: SeatJoined})
 	return &CommandReply{Room: r}, nil
 }
@@ -56,7 +56,7 @@ func TestCommands(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("admit", func(t *testing.T) {
-		rep, err := SendCommand(ctx, ctlConn, "node-1", VerbAdmit, &AdmitRequest{Room: newRoom("r1"), Seat: 1, Username: "alice", SessionID: "s1"})
+		rep, err := SendCommand(ctx, ctlConn, "node-1", VerbAdmit, &AdmitRequest{Settings: newRoom("r1").Settings(), Seat: 1, Username: "alice", SessionID: "s1"})
 		if err != nil {
 			t.Fatalf("SendCommand: %v", err)
 		}
@@ -72,7 +72,7 @@ func TestCommands(t *testing.T) {
 		}
 	})
 	t.Run("command error", func(t *testing.T) {
-		rep, err := SendCommand(ctx, ctlConn, "node-1", VerbStart, &StartRequest{Room: newRoom("r1")})
+		rep, err := SendCommand(ctx, ctlConn, "node-1", VerbStart, &StartRequest{RoomID: "r1"})
 		var ce *CommandError
 		if !errors.As(err, &ce) || ce.Code != CodeConflict || ce.Reason != "already_started" {
 			t.Fatalf("got %v, want conflict already_started", err)

@@ -2,12 +2,11 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,6 +21,12 @@ const (
 	// DefaultSessionTTL is how long a login session lives after its last
 	// write.
 	DefaultSessionTTL = 30 * 24 * time.Hour
+	// DefaultSessionMaxAge is how long a login session lasts at most,
+	// however often it is refreshed.
+	DefaultSessionMaxAge = 90 * 24 * time.Hour
+	// DefaultMaxSessionsPerUser bounds the login sessions of one
+	// username; a login beyond it ends the user's oldest session.
+	DefaultMaxSessionsPerUser = 10
 	// DefaultTicketTTL is how long a join ticket record lives.
 	DefaultTicketTTL = 24 * time.Hour
 	// DefaultNodeTTL is how long a node entry lives after its last
@@ -36,8 +41,15 @@ const (
 	DefaultListLimit = 50
 	// MaxListLimit caps ListOptions.Limit.
 	MaxListLimit = 500
+	// MaxSessionsPerUserLimit caps Config.MaxSessionsPerUser.
+	MaxSessionsPerUserLimit = 500
 	// MaxIDLength is the longest id (room, session, node, ticket hash).
 	MaxIDLength = 128
+	// DefaultNodeCacheTTL is how long a registry entry read is used
+	// without reading it again.
+	DefaultNodeCacheTTL = time.Second
+	// DefaultUpdateTimeout bounds one combined update of a room record.
+	DefaultUpdateTimeout = 5 * time.Second
 )
 
 // Config configures [Open]. Its zero value works.
@@ -51,6 +63,13 @@ type Config struct {
 	// SessionTTL is the lifetime of a session record after its last
 	// write. Zero means DefaultSessionTTL.
 	SessionTTL time.Duration
+	// SessionMaxAge is the absolute lifetime of a login session, which
+	// refresh does not extend. Zero means DefaultSessionMaxAge.
+	SessionMaxAge time.Duration
+	// MaxSessionsPerUser bounds the login sessions of one username: a
+	// login beyond it ends the oldest. Zero means
+	// DefaultMaxSessionsPerUser; at most MaxSessionsPerUserLimit.
+	MaxSessionsPerUser int
 	// TicketTTL is the lifetime of a join ticket record. Zero means
 	// DefaultTicketTTL.
 	TicketTTL time.Duration
@@ -64,6 +83,14 @@ type Config struct {
 	// MaxRecordBytes is the largest JSON record accepted on write. Zero
 	// means DefaultMaxRecordBytes.
 	MaxRecordBytes int
+	// NodeCacheTTL is how long a registry entry read is used without
+	// reading it again (a node's draining flag reaches control that much
+	// later). Zero means DefaultNodeCacheTTL; negative: never cached.
+	NodeCacheTTL time.Duration
+	// UpdateTimeout bounds one combined write of a room's updates
+	// ([DB.UpdateRoom]), which runs for every caller that joined it,
+	// whatever their own contexts. Zero means DefaultUpdateTimeout.
+	UpdateTimeout time.Duration
 	// Now returns the current time (for Node.UpdatedAt and node
 	// staleness). Nil means time.Now.
 	Now func() time.Time
@@ -74,13 +101,19 @@ type Config struct {
 // DB is the set of buckets. Its methods are safe for concurrent use.
 type DB struct {
 	// immutable after Open
-	cfg      Config
-	log      *slog.Logger
-	rooms    jetstream.KeyValue
-	sessions jetstream.KeyValue
-	tickets  jetstream.KeyValue
-	nodes    jetstream.KeyValue
-	config   jetstream.KeyValue
+	cfg       Config
+	log       *slog.Logger
+	rooms     *backbone.KV[Room]
+	sessions  *backbone.KV[Session]
+	users     *backbone.KV[UserSessions]
+	tickets   *backbone.KV[JoinTicket]
+	nodes     *backbone.KV[Node]
+	config    jetstream.KeyValue
+	roomW     *combiner // the room updates of this process, combined per room
+	nodeCache nodeCache // registry entries read recently
+
+	recentSessions recent[Session] // sessions read or written lately
+	keysListed     atomic.Int64    // room keys listed by ListRooms (for tests)
 
 	mu         sync.Mutex
 	signingKey []byte // guarded by mu; nil until first read
@@ -99,6 +132,13 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
 	}
+	if cfg.SessionMaxAge <= 0 {
+		cfg.SessionMaxAge = DefaultSessionMaxAge
+	}
+	if cfg.MaxSessionsPerUser <= 0 {
+		cfg.MaxSessionsPerUser = DefaultMaxSessionsPerUser
+	}
+	cfg.MaxSessionsPerUser = min(cfg.MaxSessionsPerUser, MaxSessionsPerUserLimit)
 	if cfg.TicketTTL <= 0 {
 		cfg.TicketTTL = DefaultTicketTTL
 	}
@@ -111,6 +151,12 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	if cfg.MaxRecordBytes <= 0 {
 		cfg.MaxRecordBytes = DefaultMaxRecordBytes
 	}
+	if cfg.UpdateTimeout <= 0 {
+		cfg.UpdateTimeout = DefaultUpdateTimeout
+	}
+	if cfg.NodeCacheTTL == 0 {
+		cfg.NodeCacheTTL = DefaultNodeCacheTTL
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -120,17 +166,18 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	if !validID(cfg.Prefix) {
 		return nil, fmt.Errorf("store: prefix %q: %w", cfg.Prefix, ErrInvalidID)
 	}
-	db := &DB{cfg: cfg, log: cfg.Logger.With("component", "store")}
+	db := &DB{cfg: cfg, log: cfg.Logger.With("component", "store"), nodeCache: nodeCache{ttl: cfg.NodeCacheTTL}}
+	raw := make(map[string]jetstream.KeyValue)
 	buckets := []struct {
-		kv          *jetstream.KeyValue
 		name, descr string
 		ttl         time.Duration
 	}{
-		{&db.rooms, "rooms", "switchboard rooms and seats", 0},
-		{&db.sessions, "sessions", "switchboard login sessions", cfg.SessionTTL},
-		{&db.tickets, "tickets", "switchboard join tickets", cfg.TicketTTL},
-		{&db.nodes, "nodes", "switchboard game node registry", cfg.NodeTTL},
-		{&db.config, "config", "switchboard shared configuration", 0},
+		{"rooms", "switchboard rooms and seats", 0},
+		{"sessions", "switchboard login sessions", cfg.SessionTTL},
+		{"users", "switchboard login sessions by user", cfg.SessionTTL},
+		{"tickets", "switchboard join tickets", cfg.TicketTTL},
+		{"nodes", "switchboard node registry", cfg.NodeTTL},
+		{"config", "switchboard shared configuration", 0},
 	}
 	for _, b := range buckets {
 		kv, err := conn.KeyValue(ctx, jetstream.KeyValueConfig{
@@ -144,8 +191,18 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("store: open: %w", err)
 		}
-		*b.kv = kv
+		raw[b.name] = kv
 	}
+	kvc := func(name string) backbone.KVConfig {
+		return backbone.KVConfig{Name: name, MaxRetries: cfg.MaxRetries, MaxValueBytes: cfg.MaxRecordBytes}
+	}
+	db.rooms = backbone.NewKV[Room](raw["rooms"], kvc("room"))
+	db.sessions = backbone.NewKV[Session](raw["sessions"], kvc("session"))
+	db.users = backbone.NewKV[UserSessions](raw["users"], kvc("user"))
+	db.tickets = backbone.NewKV[JoinTicket](raw["tickets"], kvc("ticket"))
+	db.nodes = backbone.NewKV[Node](raw["nodes"], kvc("node"))
+	db.config = raw["config"]
+	db.roomW = newCombiner(db)
 	return db, nil
 }
 
@@ -163,115 +220,84 @@ func validID(id string) bool {
 	return true
 }
 
-// encode marshals v and checks the size limit.
-func (db *DB) encode(what, id string, v any) ([]byte, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("store: encode %s %s: %w", what, id, err)
+// storeErr maps a backbone error to store's.
+func storeErr(op, what, id string, err error) error {
+	var sentinel error
+	switch {
+	case errors.Is(err, backbone.ErrKeyNotFound):
+		sentinel = ErrNotFound
+	case errors.Is(err, backbone.ErrKeyExists):
+		sentinel = ErrExists
+	case errors.Is(err, backbone.ErrConflict):
+		sentinel = ErrConflict
+	case errors.Is(err, backbone.ErrValueTooLarge):
+		sentinel = ErrTooLarge
+	case errors.Is(err, backbone.ErrInvalidKey):
+		sentinel = ErrInvalidID
+	default:
+		return fmt.Errorf("store: %s %s %s: %w", op, what, id, err)
 	}
-	if len(data) > db.cfg.MaxRecordBytes {
-		return nil, fmt.Errorf("store: %s %s is %d bytes, limit %d: %w", what, id, len(data), db.cfg.MaxRecordBytes, ErrTooLarge)
-	}
-	return data, nil
+	return fmt.Errorf("store: %s %s %s: %w: %w", op, what, id, sentinel, err)
 }
 
 // create stores v under id if the key is free.
-func (db *DB) create(ctx context.Context, kv jetstream.KeyValue, what, id string, v any) error {
+func create[T any](ctx context.Context, kv *backbone.KV[T], what, id string, v *T) error {
 	if !validID(id) {
 		return fmt.Errorf("store: create %s %q: %w", what, id, ErrInvalidID)
 	}
-	data, err := db.encode(what, id, v)
-	if err != nil {
-		return err
-	}
-	if _, err := kv.Create(ctx, id, data); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return fmt.Errorf("store: create %s %s: %w", what, id, ErrExists)
-		}
-		return fmt.Errorf("store: create %s %s: %w", what, id, err)
+	if _, err := kv.Create(ctx, id, v); err != nil {
+		return storeErr("create", what, id, err)
 	}
 	return nil
 }
 
-// put stores v under id unconditionally.
-func (db *DB) put(ctx context.Context, kv jetstream.KeyValue, what, id string, v any) error {
-	if !validID(id) {
-		return fmt.Errorf("store: put %s %q: %w", what, id, ErrInvalidID)
-	}
-	data, err := db.encode(what, id, v)
-	if err != nil {
-		return err
-	}
-	if _, err := kv.Put(ctx, id, data); err != nil {
-		return fmt.Errorf("store: put %s %s: %w", what, id, err)
-	}
-	return nil
-}
-
-// get reads and decodes the record id into v and returns its revision.
-func get[T any](ctx context.Context, kv jetstream.KeyValue, what, id string) (*T, uint64, error) {
+// get reads the record id and returns its revision.
+func get[T any](ctx context.Context, kv *backbone.KV[T], what, id string) (*T, uint64, error) {
 	if !validID(id) {
 		return nil, 0, fmt.Errorf("store: get %s %q: %w", what, id, ErrNotFound)
 	}
-	e, err := kv.Get(ctx, id)
+	v, rev, err := kv.Get(ctx, id)
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
-			return nil, 0, fmt.Errorf("store: get %s %s: %w", what, id, ErrNotFound)
-		}
-		return nil, 0, fmt.Errorf("store: get %s %s: %w", what, id, err)
+		return nil, 0, storeErr("get", what, id, err)
 	}
-	v := new(T)
-	if err := json.Unmarshal(e.Value(), v); err != nil {
-		return nil, 0, fmt.Errorf("store: decode %s %s: %w", what, id, err)
-	}
-	return v, e.Revision(), nil
+	return v, rev, nil
 }
 
-// update is the compare-and-set loop: read, apply fn to the fresh copy,
-// write with the revision read, retry on a revision mismatch. fn's error
-// is returned as is.
-func update[T any](ctx context.Context, db *DB, kv jetstream.KeyValue, what, id string, fn func(*T) error) (*T, error) {
-	for attempt := range db.cfg.MaxRetries {
-		v, rev, err := get[T](ctx, kv, what, id)
-		if err != nil {
-			return nil, err
-		}
-		if err := fn(v); err != nil {
-			return nil, err
-		}
-		data, err := db.encode(what, id, v)
-		if err != nil {
-			return nil, err
-		}
-		_, err = kv.Update(ctx, id, data, rev)
-		if err == nil {
-			return v, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, fmt.Errorf("store: update %s %s: %w", what, id, err)
-		}
-		// Lost the race: back off a little, with jitter, and retry.
-		if attempt > 0 {
-			d := time.Duration(rand.Int64N(int64(attempt) * int64(time.Millisecond)))
-			t := time.NewTimer(d)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil, fmt.Errorf("store: update %s %s: %w", what, id, ctx.Err())
-			case <-t.C:
-			}
-		}
+// fnError carries the error of an update's function through
+// backbone.KV.Update, so that it is returned as is.
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }
+
+// update is backbone.KV.Update with store's errors; fn's error is
+// returned as is.
+func update[T any](ctx context.Context, kv *backbone.KV[T], what, id string, fn func(*T) error) (*T, error) {
+	if !validID(id) {
+		return nil, fmt.Errorf("store: update %s %q: %w", what, id, ErrNotFound)
 	}
-	return nil, fmt.Errorf("store: update %s %s after %d attempts: %w", what, id, db.cfg.MaxRetries, ErrConflict)
+	v, _, err := kv.Update(ctx, id, func(v *T) error {
+		if err := fn(v); err != nil {
+			return fnError{err}
+		}
+		return nil
+	})
+	var fe fnError
+	if errors.As(err, &fe) {
+		return nil, fe.err
+	}
+	if err != nil {
+		return nil, storeErr("update", what, id, err)
+	}
+	return v, nil
 }
 
 // purge removes the record id; a missing record is not an error.
-func purge(ctx context.Context, kv jetstream.KeyValue, what, id string) error {
+func purge[T any](ctx context.Context, kv *backbone.KV[T], what, id string) error {
 	if !validID(id) {
 		return nil
 	}
-	if err := kv.Purge(ctx, id); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
-		return fmt.Errorf("store: delete %s %s: %w", what, id, err)
+	if err := kv.Purge(ctx, id); err != nil {
+		return storeErr("delete", what, id, err)
 	}
 	return nil
 }

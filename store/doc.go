@@ -1,13 +1,19 @@
-// Package store owns the shared records of the rooms pillar, kept in
-// JetStream key-value buckets: rooms and their seats, login sessions, join
-// tickets, the node registry and the deployment's signing key. It also
-// defines the commands control sends to a game node over NATS and their
-// replies.
+// Package store owns the shared records of every role, kept in JetStream
+// key-value buckets through backbone.KV: rooms and their seats (and the
+// transitions of both, in transitions.go, the one place that writes
+// them), login sessions and each user's list of them, join tickets, the
+// registry of every role's nodes (game, relay, hub) and the deployment's
+// signing key. It also defines the commands control sends to a game node
+// over NATS and their replies; the admit command carries a room's
+// settings, not its record.
 //
 // Every update is a read–modify–write against the key's revision
 // (compare-and-set), retried on conflict, so that concurrent control and
 // node processes never lose each other's writes. Seats live inside the room
-// record, so one compare-and-set decides a join.
+// record, so one compare-and-set decides a join. The updates of a room that
+// one process makes at the same time are combined into one write (see
+// [DB.UpdateRoom]): a process is the one writer of a room, and players
+// filling a room do not retry against each other.
 //
 // store knows nothing of HTTP or sockets; validating requests is the
 // caller's job. It only refuses records that are not storable: invalid
@@ -16,18 +22,21 @@
 //
 // # Buckets
 //
-//	bucket          key                          value        TTL
-//	<prefix>_rooms     room_id                    Room         none
-//	<prefix>_sessions  session_id                 Session      Config.SessionTTL (30 days)
-//	<prefix>_tickets   hex SHA-256 of the ticket  JoinTicket   Config.TicketTTL (24 h)
-//	<prefix>_nodes     node_id                    Node         Config.NodeTTL (15 s)
-//	<prefix>_config    "signing_key"              base64 of 32 bytes  none
+//	bucket             key                          value         TTL
+//	<prefix>_rooms     <room_id[0]>.<room_id>       Room          none (closed rooms purged after ClosedRoomRetention)
+//	<prefix>_sessions  session_id                   Session       Config.SessionTTL (30 days)
+//	<prefix>_users     u<hex SHA-256(username)[:16]> UserSessions Config.SessionTTL
+//	<prefix>_tickets   hex SHA-256 of the ticket    JoinTicket    Config.TicketTTL (24 h)
+//	<prefix>_nodes     <role>.<node_id>             Node          Config.NodeTTL (15 s)
+//	<prefix>_config    "signing_key"                base64 of 32 bytes  none
 //
 // The TTL of a bucket counts from a record's last write.
 //
 // # Goroutines
 //
-// A [DB] starts no goroutines. [ServeCommands] subscribes through
-// backbone.Conn.Handle, which runs one goroutine per command; the stop
-// function it returns waits for them.
+// A [DB] starts no goroutines: a combined room update is written by the
+// caller that came first (see combine.go). [ServeCommands] subscribes
+// through backbone.Conn.Handle, which runs one goroutine per command; the
+// stop function it returns waits for them. Nothing needs closing; the
+// caller closes the backbone connection.
 package store

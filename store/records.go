@@ -75,6 +75,35 @@ type Room struct {
 	Seats                  []Seat          `json:"seats"`
 }
 
+// RoomSettings are what a game node needs to run a room: the settings
+// the game backend chose at creation, none of the record's state.
+type RoomSettings struct {
+	RoomID                 string    `json:"room_id"`
+	SyncMode               string    `json:"sync_mode"`
+	TickRate               int       `json:"tick_rate"`
+	MaxPlayers             int       `json:"max_players"`
+	StartMode              string    `json:"start_mode"`
+	ReconnectWindowSeconds int       `json:"reconnect_window_seconds"`
+	MaxDurationSeconds     int       `json:"max_duration_seconds"`
+	SnapshotIntervalFrames int       `json:"snapshot_interval_frames"`
+	CreatedAt              time.Time `json:"created_at"`
+}
+
+// Settings returns the room's settings.
+func (r *Room) Settings() RoomSettings {
+	return RoomSettings{
+		RoomID:                 r.RoomID,
+		SyncMode:               r.SyncMode,
+		TickRate:               r.TickRate,
+		MaxPlayers:             r.MaxPlayers,
+		StartMode:              r.StartMode,
+		ReconnectWindowSeconds: r.ReconnectWindowSeconds,
+		MaxDurationSeconds:     r.MaxDurationSeconds,
+		SnapshotIntervalFrames: r.SnapshotIntervalFrames,
+		CreatedAt:              r.CreatedAt,
+	}
+}
+
 // Seat is a held seat of a room.
 type Seat struct {
 	Seat            int        `json:"seat"`
@@ -176,12 +205,35 @@ func cloneTime(t *time.Time) *time.Time {
 
 // Session is a login session (C0), key session_id in the sessions bucket.
 type Session struct {
-	SessionID   string        `json:"session_id"`
-	Username    string        `json:"username"`
-	RefreshHash string        `json:"refresh_hash"` // hex SHA-256 of the refresh token
-	CreatedAt   time.Time     `json:"created_at"`
-	ExpiresAt   time.Time     `json:"expires_at"`
-	Rooms       []SessionRoom `json:"rooms"` // most recent first, at most MaxSessionRooms
+	SessionID   string    `json:"session_id"`
+	Username    string    `json:"username"`
+	RefreshHash string    `json:"refresh_hash"` // hex SHA-256 of the refresh token
+	CreatedAt   time.Time `json:"created_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	// RefreshUntil is the session's absolute end: refresh extends
+	// ExpiresAt up to it, never past it. CreateSession sets it to
+	// CreatedAt + Config.SessionMaxAge when zero.
+	RefreshUntil time.Time     `json:"refresh_until,omitzero"`
+	Rooms        []SessionRoom `json:"rooms"` // most recent first, at most MaxSessionRooms
+}
+
+// Refresh extends the session by lifetime from now, up to RefreshUntil,
+// and reports false (changing nothing) when the session has ended: past
+// ExpiresAt or RefreshUntil.
+func (s *Session) Refresh(now time.Time, lifetime time.Duration) bool {
+	until := s.RefreshUntil
+	if until.IsZero() { // a session from before RefreshUntil existed
+		until = s.CreatedAt.Add(DefaultSessionMaxAge)
+	}
+	if !now.Before(s.ExpiresAt) || !now.Before(until) {
+		return false
+	}
+	exp := now.Add(lifetime)
+	if exp.After(until) {
+		exp = until
+	}
+	s.ExpiresAt = exp.UTC()
+	return true
 }
 
 // SessionRoom is a room a login session joined.
@@ -225,13 +277,20 @@ type JoinTicket struct {
 	ConsumedAt *time.Time `json:"consumed_at,omitempty"`
 }
 
-// Node is a game node's registry entry, key node_id in the nodes bucket,
-// written by the node's heartbeat.
+// Node is a node's registry entry, key "<role>.<node_id>" in the nodes
+// bucket, written by the node's heartbeat. Every role registers: game
+// nodes, relay nodes and hubs.
 type Node struct {
-	NodeID      string    `json:"node_id"`
-	WSURL       string    `json:"ws_url"`
-	UDPAddr     string    `json:"udp_addr,omitempty"`
-	Region      string    `json:"region,omitempty"`
+	Role   string `json:"role"` // RoleGame, RoleRelay or RoleHub; empty means RoleGame
+	NodeID string `json:"node_id"`
+	WSURL  string `json:"ws_url,omitempty"` // a game node's WebSocket URL
+	// Addresses are the role's other listeners by name ("udp", "quic"…).
+	Addresses map[string]string `json:"addresses,omitempty"`
+	UDPAddr   string            `json:"udp_addr,omitempty"`
+	Region    string            `json:"region,omitempty"`
+	// Load is the role's own measure of how busy the node is, 0 idle to
+	// 1 full; a game node reports Rooms and Connections as well.
+	Load        float64   `json:"load,omitempty"`
 	Rooms       int       `json:"rooms"`
 	Connections int       `json:"connections"`
 	Draining    bool      `json:"draining"`

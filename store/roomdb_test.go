@@ -505,7 +505,7 @@ func TestNodeTTLExpiry(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		// Read the bucket itself, not through the UpdatedAt filter.
-		_, err := db.nodes.Get(ctx, "n1")
+		_, _, err := db.nodes.Get(ctx, "game.n1")
 		if err != nil {
 			break
 		}

@@ -9,7 +9,7 @@ import (
 // It returns an error wrapping ErrExists if hash is already stored,
 // ErrInvalidID or ErrTooLarge.
 func (db *DB) PutJoinTicket(ctx context.Context, hash string, t *JoinTicket) error {
-	return db.create(ctx, db.tickets, "ticket", hash, t)
+	return create(ctx, db.tickets, "ticket", hash, t)
 }
 
 // GetJoinTicket returns the join ticket stored under hash, or an error
@@ -22,7 +22,7 @@ func (db *DB) GetJoinTicket(ctx context.Context, hash string) (*JoinTicket, erro
 // UpdateJoinTicket is [DB.UpdateRoom] for join tickets; use it to consume
 // a ticket exactly once.
 func (db *DB) UpdateJoinTicket(ctx context.Context, hash string, fn func(*JoinTicket) error) (*JoinTicket, error) {
-	return update(ctx, db, db.tickets, "ticket", hash, fn)
+	return update(ctx, db.tickets, "ticket", hash, fn)
 }
 
 // isNotFound reports whether err wraps ErrNotFound.

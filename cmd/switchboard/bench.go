@@ -15,7 +15,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Load generators that drive a running server",
 	}
-	cmd.AddCommand(newBenchRoomsCmd())
+	cmd.AddCommand(newBenchRoomsCmd(), newBenchControlCmd())
 	return cmd
 }
 
@@ -67,5 +67,44 @@ docs/benchmarks.md.`,
 	f.DurationVar(&cfg.Duration, "duration", 30*time.Second, "measured time after every player joined")
 	f.IntVar(&cfg.JoinConcurrency, "join-concurrency", bench.DefaultJoinConcurrency, "players joining at once")
 	f.StringVar(&metrics, "metrics", "", "the server's metrics URL (default: admin address from --ready-file + /metrics)")
+	return cmd
+}
+
+func newBenchControlCmd() *cobra.Command {
+	var af apiFlags
+	var cfg bench.ControlConfig
+	cmd := &cobra.Command{
+		Use:   "control",
+		Short: "Measure the control plane: auth token, login and join flows",
+		Long: `bench control runs --concurrency flows at once against a running server,
+each one "mint an auth token → log in (C0) → join an open room (C1)" as a new
+user, rooms of --room-size seats created ahead, nobody connecting to the node. It
+prints flows/s every second, then flows/s, the flow latency p50/p99 and the
+server's CPU per flow, read from /proc/<--server-pid>/stat or else from the
+server's /metrics. Start the server with --login-rate -1. See
+docs/benchmarks.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			api, key, err := af.resolve()
+			if err != nil {
+				return err
+			}
+			cfg.API, cfg.ServerKey, cfg.Out = api, key, cmd.OutOrStdout()
+			if cfg.MetricsURL == "" && af.readyFile != "" {
+				if r, err := readReady(af.readyFile); err == nil && r.Admin != "" {
+					cfg.MetricsURL = r.Admin + "/metrics"
+				}
+			}
+			_, err = bench.RunControl(cmd.Context(), cfg)
+			return err
+		},
+	}
+	af.register(cmd)
+	f := cmd.Flags()
+	f.DurationVar(&cfg.Duration, "duration", bench.DefaultControlDuration, "measured time")
+	f.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultControlConcurrency, "flows in flight")
+	f.IntVar(&cfg.RoomSize, "room-size", bench.DefaultControlRoomSize, "max_players of the rooms joined")
+	f.IntVar(&cfg.ServerPID, "server-pid", 0, "the server's process id, to read its CPU from /proc (default: from --metrics)")
+	f.StringVar(&cfg.MetricsURL, "metrics", "", "the server's metrics URL (default: admin address from --ready-file + /metrics)")
 	return cmd
 }

@@ -38,10 +38,9 @@ func (s *Server) releaseSeat(ctx context.Context, id string, n int, sessionID st
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
 	r, err := s.db.UpdateRoom(ctx, id, func(r *store.Room) error {
-		if st := r.Seat(n); st == nil || st.SessionID != sessionID {
+		if !r.ReleaseSeat(n, sessionID) {
 			return errNoChange
 		}
-		r.RemoveSeat(n)
 		return nil
 	})
 	switch {
@@ -71,7 +70,7 @@ func (s *Server) startRoom(ctx context.Context, c *httpapi.Call) (int, any, erro
 	case r.State != store.StateWaiting || r.StartedAt != nil:
 		return 0, nil, httpapi.Conflict("room already started", api.ReasonAlreadyStarted)
 	}
-	reply, err := s.command(ctx, r.NodeID, store.VerbStart, &store.StartRequest{Room: r})
+	reply, err := s.command(ctx, r.NodeID, store.VerbStart, &store.StartRequest{RoomID: r.RoomID})
 	if err != nil {
 		return 0, nil, s.nodeError(store.VerbStart, err)
 	}
@@ -113,12 +112,9 @@ func (s *Server) closeRoom(ctx context.Context, c *httpapi.Call) (int, any, erro
 	}
 	if r.Status == store.StatusOpen {
 		r, err = s.db.UpdateRoom(ctx, r.RoomID, func(r *store.Room) error {
-			if r.Status != store.StatusOpen {
+			if !r.MarkClosing(req.Reason, result) {
 				return errNoChange
 			}
-			r.Status = store.StatusClosing
-			r.CloseReason = req.Reason
-			r.CloseResult = result
 			return nil
 		})
 		if errors.Is(err, errNoChange) {
@@ -153,10 +149,9 @@ func (s *Server) markClosed(ctx context.Context, id, reason string, now time.Tim
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 	defer cancel()
 	r, err := s.db.UpdateRoom(ctx, id, func(r *store.Room) error {
-		if r.Status == store.StatusClosed {
+		if !r.MarkClosed(reason, now) {
 			return errNoChange
 		}
-		markClosed(r, reason, now)
 		return nil
 	})
 	if errors.Is(err, errNoChange) {

@@ -15,157 +15,216 @@ import (
 
 // join is C1: POST /client/v1/game/rooms/{room_id}/join. The checks run
 // in the order of rooms spec §4: token (done by the endpoint) → fields →
-// room → ticket → seat → node.
+// room → ticket → seat → node; then the login session remembers the room
+// and the answer carries a connect ticket. A step that fails undoes what
+// the steps before it wrote (seat, ticket).
 func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
-	sess := c.Session
-	if !s.joinLimit.Allow(sess.SessionID, c.Now) {
-		return 0, nil, httpapi.ErrRateLimited
-	}
-	// Fields.
-	var req api.JoinRequest
-	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
-		return 0, nil, err
-	}
-	if !httpapi.ValidClientSessionID(req.ClientSessionID) {
-		return 0, nil, httpapi.Invalid("client_session_id must be %d to %d visible ASCII characters", api.MinClientSessionIDLen, api.MaxClientSessionIDLen)
-	}
-	if len(req.Ticket) > api.MaxTicketLen {
-		return 0, nil, httpapi.Invalid("ticket is longer than %d bytes", api.MaxTicketLen)
-	}
-	if req.Transport != "" && req.Transport != api.TransportWS {
-		return 0, nil, httpapi.Invalid("transport must be ws")
-	}
-	// Room.
-	room, err := s.loadRoom(ctx, c.R.PathValue("room_id"), c.Now)
+	j, err := s.joinFields(c)
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := s.joinTicket(ctx, j); err != nil {
+		return 0, nil, err
+	}
+	if err := s.joinSeat(ctx, j); err != nil {
+		j.undoTicket(ctx, s)
+		return 0, nil, err
+	}
+	node, err := s.joinNode(ctx, j)
+	if err != nil {
+		j.undo(ctx, s)
+		return 0, nil, err
+	}
+	s.joinSession(ctx, j)
+	return s.joinAnswer(j, node)
+}
+
+// joinCall is the state of one C1 across its steps.
+type joinCall struct {
+	sess   *store.Session
+	req    api.JoinRequest
+	now    time.Time
+	roomID string
+	room   *store.Room // read before the ticket step (nil without a ticket), then as written
+
+	ticketHash  string // "" without a ticket
+	ticketSeat  *int   // the ticket's seat
+	newConsumer bool   // this call consumed the ticket
+
+	seat    int
+	created bool // this call took the seat
+}
+
+// undoTicket gives back the ticket this call consumed.
+func (j *joinCall) undoTicket(ctx context.Context, s *Server) {
+	if j.newConsumer {
+		s.unconsumeTicket(ctx, j.ticketHash, j.sess.SessionID)
+	}
+}
+
+// undo releases the seat this call took and gives back its ticket.
+func (j *joinCall) undo(ctx context.Context, s *Server) {
+	if !j.created {
+		return
+	}
+	if _, err := s.releaseSeat(ctx, j.roomID, j.seat, j.sess.SessionID); err != nil {
+		s.log.Warn("join: release seat after node failure", "room", j.roomID, "seat", j.seat, "err", err)
+	}
+	j.undoTicket(ctx, s)
+}
+
+// joinFields checks the rate and the request's fields.
+func (s *Server) joinFields(c *httpapi.Call) (*joinCall, error) {
+	j := &joinCall{sess: c.Session, now: c.Now, roomID: c.R.PathValue("room_id"), seat: -1}
+	if !s.joinLimit.Allow(j.sess.SessionID, c.Now) {
+		return nil, httpapi.ErrRateLimited
+	}
+	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &j.req); err != nil {
+		return nil, err
+	}
+	if !httpapi.ValidClientSessionID(j.req.ClientSessionID) {
+		return nil, httpapi.Invalid("client_session_id must be %d to %d visible ASCII characters", api.MinClientSessionIDLen, api.MaxClientSessionIDLen)
+	}
+	if len(j.req.Ticket) > api.MaxTicketLen {
+		return nil, httpapi.Invalid("ticket is longer than %d bytes", api.MaxTicketLen)
+	}
+	if j.req.Transport != "" && j.req.Transport != api.TransportWS {
+		return nil, httpapi.Invalid("transport must be ws")
+	}
+	return j, nil
+}
+
+// joinTicket consumes the join ticket, if the request has one and the
+// login session holds no seat in the room (C1 again returns its seat and
+// needs none). A join without a ticket reads the room only in the seat
+// step.
+func (s *Server) joinTicket(ctx context.Context, j *joinCall) error {
+	if j.req.Ticket == "" {
+		return nil
+	}
+	room, err := s.loadRoom(ctx, j.roomID, j.now)
+	if err != nil {
+		return err
+	}
 	if room.Status != store.StatusOpen {
-		return 0, nil, httpapi.Conflict("room is not open", api.ReasonRoomNotOpen)
+		return httpapi.Conflict("room is not open", api.ReasonRoomNotOpen)
 	}
-	// Ticket. A login session that holds a seat here needs none: C1 again
-	// returns its seat.
-	var (
-		ticketHash  string
-		ticketSeat  *int
-		newConsumer bool // this call consumed the ticket
-	)
-	if room.SeatOfSession(sess.SessionID) == nil {
-		if req.Ticket != "" {
-			ticketHash = tokens.Hash(req.Ticket)
-			t, fresh, err := s.consumeTicket(ctx, ticketHash, room.RoomID, sess, c.Now)
-			if err != nil {
-				return 0, nil, err
-			}
-			ticketSeat, newConsumer = t.Seat, fresh
-		} else if room.Access != store.AccessOpen {
-			return 0, nil, httpapi.Denied("a join ticket is required")
-		}
+	j.room = room
+	if room.SeatOfSession(j.sess.SessionID) != nil {
+		return nil
 	}
-	undoTicket := func() {
-		if newConsumer {
-			s.unconsumeTicket(ctx, ticketHash, sess.SessionID)
-		}
+	j.ticketHash = tokens.Hash(j.req.Ticket)
+	t, fresh, err := s.consumeTicket(ctx, j.ticketHash, room.RoomID, j.sess, j.now)
+	if err != nil {
+		return err
 	}
-	// Seat.
-	seat, created := -1, false
-	room, err = s.db.UpdateRoom(ctx, room.RoomID, func(r *store.Room) error {
-		seat, created = -1, false
-		if r.Status != store.StatusOpen || expired(r, c.Now) {
-			return httpapi.Conflict("room is not open", api.ReasonRoomNotOpen)
+	j.ticketSeat, j.newConsumer = t.Seat, fresh
+	return nil
+}
+
+// joinSeat takes a seat for the login session in the record, or finds
+// the one it holds.
+func (s *Server) joinSeat(ctx context.Context, j *joinCall) error {
+	var held *store.Room // the room as read, when the session holds its seat already
+	room, err := s.db.UpdateRoom(ctx, j.roomID, func(r *store.Room) error {
+		j.seat, j.created, held = -1, false, nil
+		if !r.Joinable(j.now) {
+			return store.ErrRoomNotOpen
 		}
-		if st := r.SeatOfSession(sess.SessionID); st != nil {
-			seat = st.Seat
-			if st.ClientSessionID == req.ClientSessionID {
+		seat, changed := r.HeldSeat(j.sess.SessionID, j.req.ClientSessionID)
+		if seat >= 0 {
+			j.seat = seat
+			if !changed {
+				held = r.Clone()
 				return errNoChange
 			}
-			st.ClientSessionID = req.ClientSessionID
 			return nil
 		}
-		if ticketHash != "" && !newConsumer {
+		switch {
+		case j.ticketHash != "" && !j.newConsumer:
 			// The ticket was used by this session before, which
 			// holds no seat any more (left, kicked, timed out).
 			return httpapi.Denied("join ticket already used")
-		}
-		if ticketHash == "" && r.Access != store.AccessOpen {
+		case j.ticketHash == "" && r.Access != store.AccessOpen:
 			return httpapi.Denied("a join ticket is required")
 		}
-		if r.SeatOfUser(sess.Username) != nil {
-			return httpapi.Conflict("this user has joined the room on another device", api.ReasonJoinedOnOtherDevice)
-		}
-		n := r.FreeSeat()
-		if ticketSeat != nil {
-			n = *ticketSeat
-			if n >= r.MaxPlayers || r.Seat(n) != nil {
-				return httpapi.Conflict("the seat is taken", api.ReasonSeatTaken)
-			}
-		} else if n < 0 {
-			return httpapi.Conflict("room is full", api.ReasonRoomFull)
-		}
-		seat, created = n, true
-		r.PutSeat(store.Seat{
-			Seat:            n,
-			Username:        sess.Username,
-			SessionID:       sess.SessionID,
-			ClientSessionID: req.ClientSessionID,
-			Status:          store.SeatJoined,
-			JoinedAt:        c.Now.UTC(),
-		})
-		return nil
+		seat, err := r.TakeSeat(store.SeatClaim{
+			Username:        j.sess.Username,
+			SessionID:       j.sess.SessionID,
+			ClientSessionID: j.req.ClientSessionID,
+			Seat:            j.ticketSeat,
+		}, j.now)
+		j.seat, j.created = seat, err == nil
+		return err
 	})
-	if errors.Is(err, errNoChange) {
-		room, err = s.db.GetRoom(ctx, c.R.PathValue("room_id"))
-	}
-	if err != nil {
-		undoTicket()
-		if errors.Is(err, store.ErrNotFound) {
-			return 0, nil, httpapi.NotFound("room not found")
+	switch {
+	case err == nil:
+		j.room = room
+		return nil
+	case errors.Is(err, errNoChange):
+		j.room = held
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return httpapi.NotFound("room not found")
+	case errors.Is(err, store.ErrRoomNotOpen):
+		// loadRoom closes an expired room and forgets an old closed one.
+		if _, err := s.loadRoom(ctx, j.roomID, j.now); err != nil {
+			return err
 		}
-		return 0, nil, err
+		return httpapi.Conflict("room is not open", api.ReasonRoomNotOpen)
+	case errors.Is(err, store.ErrJoinedElsewhere):
+		return httpapi.Conflict("this user has joined the room on another device", api.ReasonJoinedOnOtherDevice)
+	case errors.Is(err, store.ErrSeatTaken):
+		return httpapi.Conflict("the seat is taken", api.ReasonSeatTaken)
+	case errors.Is(err, store.ErrRoomFull):
+		return httpapi.Conflict("room is full", api.ReasonRoomFull)
 	}
-	// Node.
-	undo := func() {
-		if created {
-			if _, err := s.releaseSeat(ctx, room.RoomID, seat, sess.SessionID); err != nil {
-				s.log.Warn("join: release seat after node failure", "room", room.RoomID, "seat", seat, "err", err)
-			}
-			undoTicket()
-		}
-	}
-	node, err := s.db.GetNode(ctx, room.NodeID)
-	if err != nil {
-		undo()
-		if errors.Is(err, store.ErrNotFound) {
-			return 0, nil, httpapi.NodeUnavailable()
-		}
-		return 0, nil, err
-	}
-	if _, err := s.command(ctx, room.NodeID, store.VerbAdmit, &store.AdmitRequest{
-		Room: room, Seat: seat, Username: sess.Username, SessionID: sess.SessionID,
-	}); err != nil {
-		undo()
-		return 0, nil, s.nodeError(store.VerbAdmit, err)
-	}
+	return err
+}
 
-	if _, err := s.db.UpdateSession(ctx, sess.SessionID, func(ss *store.Session) error {
-		if e := ss.Room(room.RoomID); e != nil && !e.Left && e.Seat == seat && ss.Rooms[0].RoomID == room.RoomID {
+// joinNode asks the room's node to admit the seat, and returns the node.
+func (s *Server) joinNode(ctx context.Context, j *joinCall) (*store.Node, error) {
+	node, err := s.db.GetNode(ctx, j.room.NodeID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, httpapi.NodeUnavailable()
+		}
+		return nil, err
+	}
+	if _, err := s.command(ctx, j.room.NodeID, store.VerbAdmit, &store.AdmitRequest{
+		Settings: j.room.Settings(), Seat: j.seat, Username: j.sess.Username, SessionID: j.sess.SessionID,
+	}); err != nil {
+		return nil, s.nodeError(store.VerbAdmit, err)
+	}
+	return node, nil
+}
+
+// joinSession records the room in the login session, for C3.
+func (s *Server) joinSession(ctx context.Context, j *joinCall) {
+	id := j.room.RoomID
+	if _, err := s.db.UpdateSession(ctx, j.sess.SessionID, func(ss *store.Session) error {
+		if e := ss.Room(id); e != nil && !e.Left && e.Seat == j.seat && ss.Rooms[0].RoomID == id {
 			return errNoChange
 		}
-		ss.PutRoom(store.SessionRoom{RoomID: room.RoomID, Seat: seat, Username: sess.Username, JoinedAt: c.Now.UTC()})
+		ss.PutRoom(store.SessionRoom{RoomID: id, Seat: j.seat, Username: j.sess.Username, JoinedAt: j.now.UTC()})
 		return nil
 	}); err != nil && !errors.Is(err, errNoChange) {
 		// The seat is held and the node admitted it; C3 will miss this
 		// room, which is not worth failing the join for.
-		s.log.Warn("join: record room in session", "room", room.RoomID, "err", err)
+		s.log.Warn("join: record room in session", "room", id, "err", err)
 	}
+}
 
-	exp := c.Now.Add(api.ConnectTicketTTL)
+// joinAnswer signs the connect ticket: 201 for a new seat, 200 for the
+// seat the session held.
+func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
+	exp := j.now.Add(api.ConnectTicketTTL)
 	ticket, err := s.signer.SignConnectTicket(tokens.ConnectTicket{
-		RoomID:          room.RoomID,
-		Seat:            seat,
-		Username:        sess.Username,
-		SessionID:       sess.SessionID,
-		ClientSessionID: req.ClientSessionID,
+		RoomID:          j.room.RoomID,
+		Seat:            j.seat,
+		Username:        j.sess.Username,
+		SessionID:       j.sess.SessionID,
+		ClientSessionID: j.req.ClientSessionID,
 		ExpiresMS:       exp.UnixMilli(),
 		ID:              tokens.NewID(),
 	})
@@ -173,9 +232,10 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 		return 0, nil, err
 	}
 	status := http.StatusOK
-	if created {
+	if j.created {
 		status = http.StatusCreated
 	}
+	room := j.room
 	return status, &api.JoinResponse{
 		Room: api.JoinRoom{
 			RoomID:                 room.RoomID,
@@ -185,7 +245,7 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 			MaxPlayers:             room.MaxPlayers,
 			ReconnectWindowSeconds: room.ReconnectWindowSeconds,
 		},
-		Member: api.Member{Seat: seat, Username: sess.Username, Status: store.SeatJoined},
+		Member: api.Member{Seat: j.seat, Username: j.sess.Username, Status: store.SeatJoined},
 		Connect: api.Connect{
 			NodeID:          node.NodeID,
 			WSURL:           node.WSURL,

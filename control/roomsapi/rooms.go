@@ -16,7 +16,7 @@ import (
 
 // closedRoomRetention is how long a closed room stays readable; control
 // deletes older closed rooms when it reads them.
-const closedRoomRetention = 24 * time.Hour
+const closedRoomRetention = store.ClosedRoomRetention
 
 // toRoomJSON converts a room record to the room object of the API.
 func toRoomJSON(r *store.Room) *api.Room {
@@ -215,12 +215,12 @@ func (s *Server) refreshRoom(ctx context.Context, r *store.Room, now time.Time) 
 		}
 		return r, nil
 	}
-	if !expired(r, now) {
+	if !r.Expired(now) {
 		return r, nil
 	}
 	nr, err := s.db.UpdateRoom(ctx, r.RoomID, func(r *store.Room) error {
-		if r.Status != store.StatusClosed && expired(r, now) {
-			markClosed(r, api.CloseReasonExpired, now)
+		if r.Expired(now) {
+			r.MarkClosed(api.CloseReasonExpired, now)
 		}
 		return nil
 	})
@@ -228,23 +228,6 @@ func (s *Server) refreshRoom(ctx context.Context, r *store.Room, now time.Time) 
 		return nil, nil
 	}
 	return nr, err
-}
-
-func expired(r *store.Room, now time.Time) bool {
-	return r.MaxDurationSeconds > 0 && !now.Before(r.CreatedAt.Add(time.Duration(r.MaxDurationSeconds)*time.Second))
-}
-
-// markClosed closes r in the record, as control does when the node cannot.
-func markClosed(r *store.Room, reason string, now time.Time) {
-	r.Status = store.StatusClosed
-	if r.State != store.StateEnding {
-		r.State = store.StateEnding
-	}
-	if r.CloseReason == "" {
-		r.CloseReason = reason
-	}
-	t := now.UTC()
-	r.ClosedAt = &t
 }
 
 // getRoom: GET /server/v1/game/rooms/{room_id}.
