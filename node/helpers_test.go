@@ -114,11 +114,6 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 		t.Fatal(err)
 	}
 	e.url = "ws://" + ln.Addr().String() + node.Path
-	// Started before the test's first command, which would otherwise race
-	// with the subscription Serve makes.
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
 	go func() { e.served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
 		if err := srv.Close(); err != nil {
