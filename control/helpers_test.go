@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
+	"github.com/switchboardgg/switchboard/internal/natstest"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 	"go.uber.org/goleak"
@@ -50,7 +51,7 @@ func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 // real store.
 type env struct {
 	t      *testing.T
-	nats   *backbone.Embedded
+	nats   *natstest.Server
 	bb     *backbone.Conn
 	db     *store.DB
 	signer *tokens.Signer
@@ -64,12 +65,7 @@ func newEnv(t *testing.T, tweak ...func(*Config)) *env {
 	t.Helper()
 	e := &env{t: t, clock: newClock(), reg: prometheus.NewRegistry()}
 	var err error
-	e.nats, err = backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: t.TempDir(), Logger: discard})
-	if err != nil {
-		t.Fatalf("StartEmbedded: %v", err)
-	}
-	t.Cleanup(e.nats.Shutdown)
-	e.bb = e.connect()
+	e.nats, e.bb = natstest.Start(t, backbone.Config{})
 	ctx := context.Background()
 	e.db, err = store.Open(ctx, e.bb, store.Config{Logger: discard})
 	if err != nil {
@@ -110,12 +106,7 @@ func newEnv(t *testing.T, tweak ...func(*Config)) *env {
 // test (before the embedded server shuts down).
 func (e *env) connect() *backbone.Conn {
 	e.t.Helper()
-	c, err := backbone.Connect(context.Background(), backbone.Config{URL: e.nats.ClientURL(), CredentialsFile: e.nats.CredentialsFile(), Logger: discard})
-	if err != nil {
-		e.t.Fatalf("Connect: %v", err)
-	}
-	e.t.Cleanup(c.Close)
-	return c
+	return e.nats.Connect(backbone.Config{})
 }
 
 // resp is a decoded answer.

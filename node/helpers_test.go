@@ -22,6 +22,7 @@ import (
 
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/internal/faultproxy"
+	"github.com/switchboardgg/switchboard/internal/natstest"
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/store"
@@ -58,17 +59,11 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 	e := &env{t: t, reg: prometheus.NewRegistry(), served: make(chan error, 1)}
 	cfg := node.Config{ID: "node-test", Logger: discard, Registerer: e.reg}
 	if withNATS {
-		emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: t.TempDir(), Logger: discard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(emb.Shutdown)
+		nats, bb := natstest.Start(t, backbone.Config{})
+		emb := nats.Embedded
+		e.bb = bb
 		ctx := context.Background()
-		e.bb, err = backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), CredentialsFile: emb.CredentialsFile(), Logger: discard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { e.bb.Close() })
+		var err error
 		if e.db, err = store.Open(ctx, e.bb, store.Config{Logger: discard}); err != nil {
 			t.Fatal(err)
 		}

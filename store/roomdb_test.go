@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/switchboardgg/switchboard/backbone"
+	"github.com/switchboardgg/switchboard/internal/natstest"
 	"go.uber.org/goleak"
 )
 
@@ -24,30 +25,19 @@ var discard = slog.New(slog.DiscardHandler)
 // env is an embedded NATS server of one test.
 type env struct {
 	t   *testing.T
-	srv *backbone.Embedded
+	srv *natstest.Server
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	srv, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: t.TempDir(), Logger: discard})
-	if err != nil {
-		t.Fatalf("StartEmbedded: %v", err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv, _ := natstest.Start(t, backbone.Config{})
 	return &env{t: t, srv: srv}
 }
 
 // conn opens a connection, closed at the end of the test.
 func (e *env) conn() *backbone.Conn {
 	e.t.Helper()
-	c, err := backbone.Connect(context.Background(), backbone.Config{
-		URL: e.srv.ClientURL(), CredentialsFile: e.srv.CredentialsFile(), Logger: discard, RequestTimeout: 300 * time.Millisecond,
-	})
-	if err != nil {
-		e.t.Fatalf("Connect: %v", err)
-	}
-	e.t.Cleanup(c.Close)
-	return c
+	return e.srv.Connect(backbone.Config{RequestTimeout: 300 * time.Millisecond})
 }
 
 // db opens a DB on a connection of its own.
