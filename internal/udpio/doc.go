@@ -1,0 +1,17 @@
+// Package udpio reads and writes UDP datagrams in batches: recvmmsg and
+// sendmmsg on Linux (one system call for up to a batch of datagrams), one
+// datagram per call elsewhere. It sizes the socket's buffers and allocates
+// nothing per datagram or per batch once a [Conn] is made, so it serves the
+// hot paths of the relay, node/udp and the P2P hub.
+//
+// A Conn wraps a *net.UDPConn that the caller opened and closes; the Conn
+// starts no goroutines. ReadBatch blocks through Go's network poller (so
+// Close on the socket and deadlines work as usual). A Conn is used by one
+// reading goroutine and one writing goroutine at a time (ReadBatch and
+// WriteBatch may run concurrently; two ReadBatch calls may not).
+//
+// Why not golang.org/x/net's ipv4.PacketConn.ReadBatch: it returns each
+// sender as a net.Addr, allocating a *net.UDPAddr and its IP for every
+// datagram; here senders are netip.AddrPort values parsed from the raw
+// sockaddr.
+package udpio
