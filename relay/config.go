@@ -64,6 +64,9 @@ const (
 	// DefaultMaxWSConns bounds the WebSocket connections of one node,
 	// handshaking ones included; more are closed at once.
 	DefaultMaxWSConns = 20_000
+	// DefaultBatch is the most datagrams read or written in one system
+	// call.
+	DefaultBatch = 32
 	// DefaultReadBuffer and DefaultWriteBuffer are the UDP socket buffer
 	// sizes ServePacket asks for, in bytes (the kernel caps them at
 	// net.core.rmem_max / wmem_max; see docs/configuration.md).
@@ -142,6 +145,8 @@ type Config struct {
 	WSSendQueue int
 	// MaxWSConns, zero: DefaultMaxWSConns.
 	MaxWSConns int
+	// Batch in datagrams, zero: DefaultBatch.
+	Batch int
 	// ReadBuffer and WriteBuffer in bytes, zero: DefaultReadBuffer and
 	// DefaultWriteBuffer; negative: leave the socket's as they are.
 	ReadBuffer, WriteBuffer int
@@ -183,6 +188,7 @@ func (c *Config) fill() {
 	orDefault(&c.WSWriteTimeout, DefaultWSWriteTimeout)
 	orDefault(&c.WSSendQueue, DefaultWSSendQueue)
 	orDefault(&c.MaxWSConns, DefaultMaxWSConns)
+	orDefault(&c.Batch, DefaultBatch)
 	orDefault(&c.ReadBuffer, DefaultReadBuffer)
 	orDefault(&c.WriteBuffer, DefaultWriteBuffer)
 	if c.Logger == nil {

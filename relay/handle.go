@@ -6,6 +6,8 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/switchboardgg/switchboard/internal/udpio"
+
 	"github.com/switchboardgg/switchboard/protocol/relaywire"
 )
 
@@ -23,9 +25,53 @@ type worker struct {
 	disc    relaywire.Disconnect
 	close   relaywire.Close
 	out     [64]byte
+
+	// A UDP reader's outbox: what it sends through its own socket while
+	// handling a batch goes out in one sendmmsg after the batch. Nil for
+	// WebSocket readers.
+	udp    *udpCarrier
+	outbox []udpio.Message
+	small  [][64]byte // copies of answers (out is reused)
 }
 
 func (s *Server) newWorker(src *sourceTable) *worker { return &worker{s: s, src: src} }
+
+// send sends b to ep: into the outbox when ep is on the worker's own UDP
+// socket (alias: b stays valid until the flush, as a datagram of the read
+// batch does; else it is copied), directly otherwise.
+func (w *worker) send(ep endpoint, b []byte, alias bool) {
+	if w.udp == nil || ep.c != carrier(w.udp) || (!alias && len(b) > len(w.small[0])) {
+		w.s.send(ep, b)
+		return
+	}
+	if len(w.outbox) == cap(w.outbox) {
+		w.flush()
+	}
+	i := len(w.outbox)
+	if !alias {
+		b = w.small[i][:copy(w.small[i][:], b)]
+	}
+	w.outbox = append(w.outbox, udpio.Message{Buf: b, Addr: ep.ap})
+}
+
+// flush sends the outbox.
+func (w *worker) flush() {
+	if len(w.outbox) == 0 {
+		return
+	}
+	n, _ := w.udp.io.WriteBatch(w.outbox)
+	var bytes int
+	for _, m := range w.outbox[:n] {
+		bytes += len(m.Buf)
+	}
+	w.s.m.packetsOut.Add(float64(n))
+	w.s.m.bytesOut.Add(float64(bytes))
+	if n < len(w.outbox) {
+		w.s.m.drops[dropSendFailed].Add(float64(len(w.outbox) - n))
+	}
+	clear(w.outbox) // drop the references to the read buffers
+	w.outbox = w.outbox[:0]
+}
 
 func (w *worker) drop(r dropReason) { w.s.m.drops[r].Inc() }
 
@@ -42,7 +88,7 @@ func (w *worker) answer(ep endpoint, m relaywire.Message, now time.Time) {
 	if err != nil {
 		return
 	}
-	w.s.send(ep, b)
+	w.send(ep, b, false)
 }
 
 func (w *worker) sendError(ep endpoint, id relaywire.AllocationID, code relaywire.ErrorCode, now time.Time) {
@@ -141,7 +187,7 @@ func (w *worker) onRelay(ep endpoint, b []byte, now time.Time) {
 	from.bytesIn.Add(uint64(len(w.relay.Data)))
 	to.packetsOut.Add(1)
 	to.bytesOut.Add(uint64(len(w.relay.Data)))
-	w.s.send(*dst, b)
+	w.send(*dst, b, true)
 }
 
 // onPing echoes a PING to the allocation's bound address, never elsewhere.
@@ -159,7 +205,7 @@ func (w *worker) onPing(ep endpoint, b []byte, now time.Time) {
 		return
 	}
 	a.touch(now)
-	w.s.send(ep, b)
+	w.send(ep, b, true)
 }
 
 // onBind binds an allocation to ep (§1.8.1–3, reference §8): the blob
@@ -395,7 +441,7 @@ func (w *worker) onDisconnect(ep endpoint, b []byte, now time.Time) {
 	a.touch(now)
 	p.touch(now)
 	if dst := p.ep.Load(); dst != nil {
-		w.s.send(*dst, b)
+		w.send(*dst, b, true)
 	}
 }
 

@@ -40,5 +40,5 @@ func (s *Server) qos(u *udpCarrier, ap netip.AddrPort, b []byte, w *worker) {
 	out[1] = 0 // version 0, no flow control
 	copy(out[2:], tail)
 	s.m.qos.Inc()
-	s.send(endpoint{c: u, ap: ap}, out)
+	w.send(endpoint{c: u, ap: ap}, out, false)
 }

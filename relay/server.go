@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/switchboardgg/switchboard/internal/udpio"
 	"github.com/switchboardgg/switchboard/protocol/relaywire"
 )
 
@@ -167,21 +168,60 @@ func (s *Server) ServePacket(pc net.PacketConn) error {
 		return ErrServerClosed
 	}
 	u := &udpCarrier{s: s, pc: pc}
-	if uc, ok := pc.(*net.UDPConn); ok {
-		u.uc = uc
-		if s.cfg.ReadBuffer > 0 {
-			if err := uc.SetReadBuffer(s.cfg.ReadBuffer); err != nil {
-				s.log.Warn("relay: cannot size the UDP read buffer", "bytes", s.cfg.ReadBuffer, "err", err)
-			}
-		}
-		if s.cfg.WriteBuffer > 0 {
-			if err := uc.SetWriteBuffer(s.cfg.WriteBuffer); err != nil {
-				s.log.Warn("relay: cannot size the UDP write buffer", "bytes", s.cfg.WriteBuffer, "err", err)
-			}
-		}
-	}
 	w := s.newWorker(newSourceTable(4096, &s.cfg))
-	return u.readLoop(w)
+	uc, ok := pc.(*net.UDPConn)
+	if !ok {
+		return u.readLoop(w)
+	}
+	u.uc = uc
+	io, err := udpio.New(uc, udpio.Config{Batch: s.cfg.Batch, ReadBuffer: s.cfg.ReadBuffer, WriteBuffer: s.cfg.WriteBuffer})
+	if err != nil {
+		return fmt.Errorf("relay: %w", err)
+	}
+	if r, wr := io.Buffers(); r > 0 && s.cfg.ReadBuffer > 0 && (r < s.cfg.ReadBuffer || wr < s.cfg.WriteBuffer) {
+		s.log.Warn("relay: the kernel capped the UDP socket buffers; raise net.core.rmem_max and wmem_max (docs/configuration.md)",
+			"read_bytes", r, "write_bytes", wr, "asked_read_bytes", s.cfg.ReadBuffer, "asked_write_bytes", s.cfg.WriteBuffer)
+	}
+	u.io = io
+	w.udp = u
+	w.outbox = make([]udpio.Message, 0, io.Batch())
+	w.small = make([][64]byte, io.Batch())
+	return u.batchLoop(w)
+}
+
+// batchLoop reads datagrams a batch at a time, handles them, then sends
+// what they produced for this socket in one batch.
+func (u *udpCarrier) batchLoop(w *worker) error {
+	ms := make([]udpio.Message, u.io.Batch())
+	for i := range ms {
+		// One byte over the largest accepted message: a longer datagram
+		// is truncated to a length that handle drops as too large.
+		ms[i].Buf = make([]byte, max(u.s.cfg.MaxDatagram, qosMaxRequest)+1)
+	}
+	for {
+		n, err := u.io.ReadBatch(ms)
+		if err != nil {
+			select {
+			case <-u.s.done:
+				return ErrServerClosed
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return fmt.Errorf("relay: reading UDP: %w", err)
+		}
+		for i := range ms[:n] {
+			b := ms[i].Buf[:ms[i].N]
+			if len(b) > 0 && b[0] == qosRequestMagic {
+				u.s.qos(u, ms[i].Addr, b, w)
+				continue
+			}
+			w.handle(endpoint{c: u, ap: ms[i].Addr}, b)
+		}
+		w.flush()
+	}
 }
 
 // udpCarrier is one UDP socket.
@@ -189,6 +229,7 @@ type udpCarrier struct {
 	s  *Server
 	pc net.PacketConn
 	uc *net.UDPConn // pc when it is one: reads and writes without allocating
+	io *udpio.Conn  // batched I/O on uc; its writes belong to the reader
 }
 
 func (u *udpCarrier) kind() string { return "udp" }
