@@ -13,7 +13,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Load generators that drive a running server",
 	}
-	cmd.AddCommand(newBenchRoomsCmd())
+	cmd.AddCommand(newBenchRoomsCmd(), newBenchRelayCmd(), newBenchRelayTargetCmd())
 	return cmd
 }
 

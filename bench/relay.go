@@ -1,0 +1,490 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboardgg/switchboard/internal/udpio"
+	"github.com/switchboardgg/switchboard/protocol/relaywire"
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+// Limits of RelayConfig.
+const (
+	// RelayMinSize is the smallest payload: pair (4), sequence (8), send
+	// time (8).
+	RelayMinSize = 20
+	// RelayMaxSize is the largest payload that fits UTP's largest datagram.
+	RelayMaxSize = 1472 - relaywire.RelayHeaderSize
+	// DefaultRelayWarmup is sent before the measured window.
+	DefaultRelayWarmup = 2 * time.Second
+)
+
+// RelayConfig configures RunRelay. Exactly one of Target and Forwarder is
+// set.
+type RelayConfig struct {
+	// Target is a relay node's UDP address. Every pair gets a host and a
+	// joiner allocation, sealed here from Keys for NodeID and BootEpoch
+	// (which must be the target's), binds, connects, and the joiner sends
+	// RELAY messages to the host.
+	Target    string
+	Keys      *tokens.RelayKeyring
+	NodeID    string
+	BootEpoch uint64
+
+	// Forwarder is the address of a bare forwarder (shared/baselines
+	// udpfwd) that writes every datagram to ForwarderTo, where the bench
+	// listens: the baseline, with datagrams of the same size.
+	Forwarder, ForwarderTo string
+
+	Pairs    int           // sender/receiver pairs; required
+	Size     int           // payload bytes per RELAY, RelayMinSize–RelayMaxSize; required
+	Rate     int           // datagrams per second offered, all pairs together; required
+	Duration time.Duration // measured window; required
+	// Warmup is sent before the window. Zero: DefaultRelayWarmup.
+	Warmup time.Duration
+	// ServerPID is the relay's (or forwarder's) process id, for its CPU
+	// time (Linux /proc); 0 skips it.
+	ServerPID int
+	// Out receives a progress line each second and the report; nil
+	// discards them.
+	Out io.Writer
+}
+
+// RelayResult is the outcome of RunRelay's measured window.
+type RelayResult struct {
+	Offered, Forwarded uint64
+	Loss               float64       // 1 - forwarded/offered
+	P50, P99, P999     time.Duration // send → receive through the relay, on loopback
+	ServerCPU          time.Duration // 0 without ServerPID
+	CPUPerPacket       time.Duration // ServerCPU / Forwarded
+}
+
+// fineHist counts latencies in 1 µs buckets up to 50 ms.
+type fineHist struct{ c [50_001]atomic.Uint64 }
+
+func (h *fineHist) record(d time.Duration) {
+	i := min(max(int(d/time.Microsecond), 0), len(h.c)-1)
+	h.c[i].Add(1)
+}
+
+func (h *fineHist) quantile(q float64) time.Duration {
+	var n uint64
+	for i := range h.c {
+		n += h.c[i].Load()
+	}
+	if n == 0 {
+		return 0
+	}
+	rank := max(uint64(q*float64(n)+0.5), 1)
+	var seen uint64
+	for i := range h.c {
+		if seen += h.c[i].Load(); seen >= rank {
+			return time.Duration(i+1) * time.Microsecond
+		}
+	}
+	return time.Duration(len(h.c)) * time.Microsecond
+}
+
+type relayPair struct {
+	tx   *net.UDPConn
+	txio *udpio.Conn
+	to   netip.AddrPort
+	tmpl []byte // the datagram; payload at off
+	rx   *net.UDPConn
+}
+
+// RunRelay offers Rate datagrams per second through a relay (or the bare
+// forwarder) for Warmup + Duration and reports what came through.
+func RunRelay(ctx context.Context, cfg RelayConfig) (RelayResult, error) {
+	var res RelayResult
+	switch {
+	case (cfg.Target == "") == (cfg.Forwarder == ""):
+		return res, errors.New("bench: give a relay target or a forwarder")
+	case cfg.Pairs < 1 || cfg.Pairs > 10_000:
+		return res, fmt.Errorf("bench: pairs %d out of [1, 10000]", cfg.Pairs)
+	case cfg.Size < RelayMinSize || cfg.Size > RelayMaxSize:
+		return res, fmt.Errorf("bench: size %d out of [%d, %d]", cfg.Size, RelayMinSize, RelayMaxSize)
+	case cfg.Rate < 1 || cfg.Duration <= 0:
+		return res, errors.New("bench: rate and duration must be positive")
+	case cfg.Target != "" && cfg.Keys == nil:
+		return res, errors.New("bench: a relay target needs the relay secret")
+	}
+	if cfg.Warmup == 0 {
+		cfg.Warmup = DefaultRelayWarmup
+	}
+	out := cfg.Out
+	if out == nil {
+		out = io.Discard
+	}
+	var (
+		pairs []*relayPair
+		rxs   []*net.UDPConn
+		err   error
+	)
+	if cfg.Target != "" {
+		pairs, err = setupRelayPairs(ctx, &cfg)
+		for _, p := range pairs {
+			rxs = append(rxs, p.rx)
+		}
+	} else {
+		pairs, rxs, err = setupForwarderPairs(&cfg)
+	}
+	defer func() {
+		for _, p := range pairs {
+			p.tx.Close()
+			if p.rx != nil {
+				p.rx.Close()
+			}
+		}
+		for _, rx := range rxs {
+			rx.Close()
+		}
+	}()
+	if err != nil {
+		return res, err
+	}
+
+	base := time.Now()
+	var (
+		hist      fineHist
+		offered   atomic.Uint64
+		forwarded atomic.Uint64
+		window    atomic.Int64 // nanoseconds since base at which the window starts; 0 before it
+		wg        sync.WaitGroup
+	)
+	window.Store(1 << 62)
+	for _, rx := range rxs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rio, err := udpio.New(rx, udpio.Config{Batch: 64})
+			if err != nil {
+				return
+			}
+			ms := make([]udpio.Message, 64)
+			for i := range ms {
+				ms[i].Buf = make([]byte, 2048)
+			}
+			for {
+				n, err := rio.ReadBatch(ms)
+				if err != nil {
+					return
+				}
+				now := int64(time.Since(base))
+				for _, m := range ms[:n] {
+					if m.N < relaywire.RelayHeaderSize+RelayMinSize {
+						continue
+					}
+					sent := int64(binary.LittleEndian.Uint64(m.Buf[relaywire.RelayHeaderSize+12:]))
+					if sent < window.Load() {
+						continue
+					}
+					forwarded.Add(1)
+					hist.record(time.Duration(now - sent))
+				}
+			}
+		}()
+	}
+
+	fmt.Fprintf(out, "offering %d datagrams/s of %d payload bytes over %d pairs to %s; warm-up %s, window %s\n",
+		cfg.Rate, cfg.Size, len(pairs), cmp(cfg.Target, cfg.Forwarder), cfg.Warmup, cfg.Duration)
+	end := cfg.Warmup + cfg.Duration
+	var cpu0 time.Duration
+	var cpuErr error
+	senderDone := make(chan struct{})
+	go func() {
+		defer close(senderDone)
+		sendLoop(ctx, &cfg, pairs, base, end, &offered, &window, func() {
+			cpu0, cpuErr = procCPU(cfg.ServerPID)
+		}, out, &forwarded, &hist)
+	}()
+	<-senderDone
+	cpu1, err1 := procCPU(cfg.ServerPID)
+	time.Sleep(300 * time.Millisecond) // the last datagrams in flight
+	for _, rx := range rxs {
+		rx.Close()
+	}
+	for _, p := range pairs {
+		if p.rx != nil {
+			p.rx.Close()
+		}
+	}
+	wg.Wait()
+
+	res.Offered, res.Forwarded = offered.Load(), forwarded.Load()
+	if res.Offered > 0 {
+		res.Loss = 1 - float64(res.Forwarded)/float64(res.Offered)
+	}
+	res.P50, res.P99, res.P999 = hist.quantile(0.5), hist.quantile(0.99), hist.quantile(0.999)
+	if cfg.ServerPID != 0 && cpuErr == nil && err1 == nil {
+		res.ServerCPU = cpu1 - cpu0
+		if res.Forwarded > 0 {
+			res.CPUPerPacket = res.ServerCPU / time.Duration(res.Forwarded)
+		}
+	}
+	fmt.Fprintf(out, "offered %d, forwarded %d, loss %.3f%%\nlatency p50 %s, p99 %s, p999 %s\n",
+		res.Offered, res.Forwarded, 100*res.Loss, res.P50, res.P99, res.P999)
+	if cfg.ServerPID != 0 {
+		fmt.Fprintf(out, "server CPU %s, %.2f µs per forwarded datagram\n", res.ServerCPU.Round(time.Millisecond), float64(res.CPUPerPacket)/1e3)
+	}
+	return res, ctx.Err()
+}
+
+func cmp(a, b string) string {
+	if a != "" {
+		return "relay " + a
+	}
+	return "forwarder " + b
+}
+
+// sendLoop paces the datagrams: every few hundred microseconds it sends
+// what is due, round robin over the pairs, one WriteBatch per pair.
+func sendLoop(ctx context.Context, cfg *RelayConfig, pairs []*relayPair, base time.Time, end time.Duration,
+	offered *atomic.Uint64, window *atomic.Int64, atWindow func(), out io.Writer, forwarded *atomic.Uint64, hist *fineHist) {
+	batch := make([][]udpio.Message, len(pairs))
+	bufs := make([][][]byte, len(pairs))
+	for i, p := range pairs {
+		bufs[i] = make([][]byte, 64)
+		for j := range bufs[i] {
+			bufs[i][j] = append([]byte(nil), p.tmpl...)
+		}
+		batch[i] = make([]udpio.Message, 0, 64)
+	}
+	seqs := make([]uint64, len(pairs))
+	var sent uint64
+	next := 0
+	inWindow := false
+	lastReport, lastOff, lastFwd := time.Duration(0), uint64(0), uint64(0)
+	maxBurst := uint64(max(cfg.Rate/200, 1)) // 5 ms worth after a stall
+	for ctx.Err() == nil {
+		el := time.Since(base)
+		if el >= end {
+			return
+		}
+		if !inWindow && el >= cfg.Warmup {
+			inWindow = true
+			atWindow()
+			window.Store(int64(time.Since(base)))
+			offered.Store(0)
+			lastOff, lastFwd = 0, 0
+		}
+		due := uint64(float64(cfg.Rate) * el.Seconds())
+		if due > sent+maxBurst {
+			sent = due - maxBurst // what a stall of the bench made late is not sent
+		}
+		for sent < due {
+			k := min(due-sent, uint64(len(pairs)*64))
+			for range k {
+				i := next
+				next = (next + 1) % len(pairs)
+				if len(batch[i]) == cap(batch[i]) {
+					continue
+				}
+				b := bufs[i][len(batch[i])]
+				off := len(b) - cfg.Size
+				binary.LittleEndian.PutUint32(b[off:], uint32(i))
+				binary.LittleEndian.PutUint64(b[off+4:], seqs[i])
+				seqs[i]++
+				batch[i] = append(batch[i], udpio.Message{Buf: b, Addr: pairs[i].to})
+			}
+			now := int64(time.Since(base))
+			for i, p := range pairs {
+				if len(batch[i]) == 0 {
+					continue
+				}
+				for _, m := range batch[i] {
+					binary.LittleEndian.PutUint64(m.Buf[len(m.Buf)-cfg.Size+12:], uint64(now))
+				}
+				n, _ := p.txio.WriteBatch(batch[i])
+				if inWindow {
+					offered.Add(uint64(n))
+				}
+				batch[i] = batch[i][:0]
+			}
+			sent += k
+		}
+		if el-lastReport >= time.Second {
+			off, fwd := offered.Load(), forwarded.Load()
+			phase := "warm-up"
+			if inWindow {
+				phase = "window"
+			}
+			fmt.Fprintf(out, "%5.1fs %-7s offered %7d/s forwarded %7d/s p99 %s\n", el.Seconds(), phase,
+				off-lastOff, fwd-lastFwd, hist.quantile(0.99))
+			lastReport, lastOff, lastFwd = el, off, fwd
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+func listenLoopback() (*net.UDPConn, error) {
+	return net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+}
+
+func setupForwarderPairs(cfg *RelayConfig) ([]*relayPair, []*net.UDPConn, error) {
+	fwd, err := netip.ParseAddrPort(cfg.Forwarder)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: forwarder address: %w", err)
+	}
+	ua, err := net.ResolveUDPAddr("udp4", cfg.ForwarderTo)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: forwarder-to address: %w", err)
+	}
+	rx, err := net.ListenUDP("udp4", ua)
+	if err != nil {
+		return nil, nil, fmt.Errorf("bench: listening on %s: %w", cfg.ForwarderTo, err)
+	}
+	_ = rx.SetReadBuffer(8 << 20)
+	var pairs []*relayPair
+	for range cfg.Pairs {
+		tx, err := listenLoopback()
+		if err != nil {
+			return pairs, []*net.UDPConn{rx}, err
+		}
+		txio, err := udpio.New(tx, udpio.Config{Batch: 64})
+		if err != nil {
+			return pairs, []*net.UDPConn{rx}, err
+		}
+		// The same bytes on the wire as a RELAY of Size bytes.
+		pairs = append(pairs, &relayPair{tx: tx, txio: txio, to: fwd, tmpl: make([]byte, relaywire.RelayHeaderSize+cfg.Size)})
+	}
+	return pairs, []*net.UDPConn{rx}, nil
+}
+
+// setupRelayPairs makes, binds and connects a host and a joiner
+// allocation per pair, as a Unity game does after the REST calls.
+func setupRelayPairs(ctx context.Context, cfg *RelayConfig) ([]*relayPair, error) {
+	target, err := netip.ParseAddrPort(cfg.Target)
+	if err != nil {
+		return nil, fmt.Errorf("bench: relay address: %w", err)
+	}
+	now := time.Now()
+	mint := func(host relaywire.AllocationID) (relaywire.AllocationID, []byte, relaywire.Key, error) {
+		c := tokens.RelayConnection{HostAllocationID: host, NodeID: cfg.NodeID, BootEpoch: cfg.BootEpoch,
+			Issued: now, Expires: now.Add(time.Hour), MaxConnections: 1}
+		rand.Read(c.AllocationID[:])
+		blob, err := cfg.Keys.Seal(c)
+		if err != nil {
+			return relaywire.AllocationID{}, nil, relaywire.Key{}, err
+		}
+		k, err := cfg.Keys.AllocationKey(blob[0], c.AllocationID)
+		return c.AllocationID, blob, relaywire.Key(k), err
+	}
+	var pairs []*relayPair
+	for range cfg.Pairs {
+		hostID, hostBlob, hostKey, err := mint(relaywire.AllocationID{})
+		if err != nil {
+			return pairs, err
+		}
+		joinID, joinBlob, joinKey, err := mint(hostID)
+		if err != nil {
+			return pairs, err
+		}
+		rx, err := listenLoopback()
+		if err != nil {
+			return pairs, err
+		}
+		tx, err := listenLoopback()
+		if err != nil {
+			rx.Close()
+			return pairs, err
+		}
+		_ = rx.SetReadBuffer(4 << 20)
+		txio, err := udpio.New(tx, udpio.Config{Batch: 64})
+		p := &relayPair{tx: tx, txio: txio, to: target, rx: rx}
+		pairs = append(pairs, p)
+		if err != nil {
+			return pairs, err
+		}
+		hb, _ := relaywire.NewBind(0, hostBlob, &hostKey)
+		jb, _ := relaywire.NewBind(0, joinBlob, &joinKey)
+		cr, _ := relaywire.NewConnectRequest(joinID, hostBlob)
+		if err := exchange(ctx, rx, target, hb, relaywire.TypeBindReceived); err != nil {
+			return pairs, fmt.Errorf("bench: binding a host: %w", err)
+		}
+		if err := exchange(ctx, tx, target, jb, relaywire.TypeBindReceived); err != nil {
+			return pairs, fmt.Errorf("bench: binding a joiner: %w", err)
+		}
+		if err := exchange(ctx, tx, target, cr, relaywire.TypeAccepted); err != nil {
+			return pairs, fmt.Errorf("bench: connecting: %w", err)
+		}
+		tmpl, err := (&relaywire.Relay{From: joinID, To: hostID, Data: make([]byte, cfg.Size)}).AppendTo(nil)
+		if err != nil {
+			return pairs, err
+		}
+		p.tmpl = tmpl
+	}
+	return pairs, nil
+}
+
+// exchange sends m to the relay every 200 ms until an answer of type want
+// comes (5 s at most); an ERROR fails it.
+func exchange(ctx context.Context, c *net.UDPConn, to netip.AddrPort, m relaywire.Message, want relaywire.Type) error {
+	b, err := m.AppendTo(nil)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 2048)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if _, err := c.WriteToUDPAddrPort(b, to); err != nil {
+			return err
+		}
+		_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		n, _, err := c.ReadFromUDPAddrPort(buf)
+		_ = c.SetReadDeadline(time.Time{})
+		if err != nil {
+			continue
+		}
+		t, err := relaywire.Peek(buf[:n])
+		switch {
+		case err != nil:
+		case t == want:
+			return nil
+		case t == relaywire.TypeError:
+			var e relaywire.Error
+			if e.Unmarshal(buf[:n]) == nil {
+				return &e
+			}
+		}
+	}
+	return errors.New("no answer from the relay (is it running, with the same secret, node id and boot epoch?)")
+}
+
+// procCPU returns a process's user+system CPU time from /proc (Linux);
+// 0 for pid 0.
+func procCPU(pid int) (time.Duration, error) {
+	if pid == 0 {
+		return 0, nil
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("bench: server CPU: %w", err)
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("bench: server CPU: bad /proc stat")
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0, errors.New("bench: server CPU: bad /proc stat")
+	}
+	ut, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	const clkTck = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / clkTck, nil
+}
