@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -521,4 +523,97 @@ func TestConfigDefaults(t *testing.T) {
 	if _, err := relay.New(relay.Config{}); !errors.Is(err, relay.ErrConfig) {
 		t.Fatalf("empty config: %v", err)
 	}
+}
+
+// TestBandwidthCap: an allocation's RELAY bytes over its rate are dropped;
+// its peer gets at most the burst.
+func TestBandwidthCap(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) { c.AllocationRate, c.AllocationBurst = 1500, 1500*4 })
+	h := f.host(4)
+	j := f.joiner(h)
+	hc, jc := dialUDP(t, f.udp), dialUDP(t, f.udp)
+	bound(t, hc, h, 0)
+	bound(t, jc, j, 0)
+	connected(t, jc, j, h)
+	m := mRelay(j.id, h.id, make([]byte, 1400)) // 1438 bytes: 4 fit the burst
+	for range 20 {
+		jc.send(m)
+	}
+	n := 0
+	for {
+		if _, err := hc.recv(300 * time.Millisecond); err != nil {
+			break
+		}
+		n++
+	}
+	if n < 1 || n > 5 {
+		t.Fatalf("host got %d of 20 over a 4-message burst", n)
+	}
+	if f.drops("bandwidth") < 15 {
+		t.Fatalf("bandwidth drops %v", f.drops("bandwidth"))
+	}
+}
+
+// TestWebSocketLimits: a message over the max datagram closes the
+// connection (1009); a text message closes it (1002).
+func TestWebSocketLimits(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		code  uint16
+	}{
+		{"too large", append([]byte{0x82, 0x80 | 126, 0x05, 0xDD, 0, 0, 0, 0}, make([]byte, 1501)...), 1009},
+		{"text", []byte{0x81, 0x80 | 1, 0, 0, 0, 0, 'x'}, 1002},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wc, err := dialWS(t, f.ws, "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := wc.c.Write(tc.frame); err != nil {
+				t.Fatal(err)
+			}
+			_ = wc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			var h [4]byte
+			if _, err := io.ReadFull(wc.br, h[:]); err != nil {
+				t.Fatal(err)
+			}
+			if h[0] != 0x88 || binary.BigEndian.Uint16(h[2:]) != tc.code {
+				t.Fatalf("got frame % x, want a close %d", h, tc.code)
+			}
+		})
+	}
+}
+
+// TestNoAmplification: whatever a stranger sends, every answer is smaller
+// than the message that caused it.
+func TestNoAmplification(t *testing.T) {
+	f := newFixture(t, nil)
+	h := f.host(4)
+	j := f.joiner(h)
+	hc, jc := dialUDP(t, f.udp), dialUDP(t, f.udp)
+	bound(t, hc, h, 0)
+	bound(t, jc, j, 0)
+	connected(t, jc, j, h)
+	stranger := dialUDP(t, f.udp)
+	for _, m := range [][]byte{
+		mPing(h.id), mRelay(j.id, h.id, nil), mFromTo(tDisconnect, j.id, h.id), append(hdr(tClose), h.id[:]...),
+		hdr(tClose), mConnect(j.id, h.blob), mBind(0, h.blob, h.key), mBind(0, h.blob, make([]byte, 64)),
+	} {
+		stranger.send(m)
+		for {
+			got, err := stranger.recv(200 * time.Millisecond)
+			if err != nil {
+				break
+			}
+			if len(got) >= len(m) {
+				t.Fatalf("a %d-byte message from a stranger got a %d-byte answer", len(m), len(got))
+			}
+		}
+	}
+	// And the session is untouched.
+	m := mRelay(j.id, h.id, []byte("still here"))
+	jc.send(m)
+	expectNext(t, hc, m)
 }
