@@ -371,6 +371,13 @@ func (w *worker) onConnect(ep endpoint, b []byte, now time.Time) {
 		w.sendError(ep, req.id, relaywire.CodeNotConnected, now)
 		return
 	}
+	if !host.isHost {
+		// Blobs never name a joiner as a host; refusing it also keeps the
+		// lock order (a host's before a joiner's) acyclic.
+		w.drop(dropUnauthorized)
+		w.sendError(ep, req.id, relaywire.CodeUnauthorized, now)
+		return
+	}
 	host.mu.Lock()
 	if host.released {
 		host.mu.Unlock()

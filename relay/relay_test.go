@@ -292,6 +292,12 @@ func TestRelayChecks(t *testing.T) {
 	bound(t, kc, h2, 0)
 	kc.send(mConnect(h2.id, h.blob))
 	expectNext(t, kc, mError(h2.id, 2))
+	// A blob naming a joiner as its host.
+	jj := f.joiner(j)
+	jjc := dialUDP(t, f.udp)
+	bound(t, jjc, jj, 0)
+	jjc.send(mConnect(jj.id, j.blob))
+	expectNext(t, jjc, mError(jj.id, 2))
 }
 
 // TestCapacity: the host's cap counts connected peers; DISCONNECT frees a
