@@ -98,12 +98,44 @@ func (h *fineHist) quantile(q float64) time.Duration {
 	return time.Duration(len(h.c)) * time.Microsecond
 }
 
-type relayPair struct {
+// benchSockets are the bench's two sockets: every pair's joiner (or
+// sender) sends from tx, every host (or the forwarder's destination)
+// receives on rx, so that the relay, like the bare forwarder, writes to
+// one destination and the bench's own cost is the same in both modes.
+type benchSockets struct {
 	tx   *net.UDPConn
 	txio *udpio.Conn
-	to   netip.AddrPort
-	tmpl []byte // the datagram; payload at off
+	to   netip.AddrPort // the relay or the forwarder
 	rx   *net.UDPConn
+}
+
+func (b *benchSockets) close() {
+	if b.tx != nil {
+		b.tx.Close()
+	}
+	if b.rx != nil {
+		b.rx.Close()
+	}
+}
+
+func openBenchSockets(to netip.AddrPort, rxAddr string) (*benchSockets, error) {
+	b := &benchSockets{to: to}
+	var err error
+	if b.tx, err = net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}); err != nil {
+		return b, fmt.Errorf("bench: %w", err)
+	}
+	if b.txio, err = udpio.New(b.tx, udpio.Config{Batch: 64}); err != nil {
+		return b, fmt.Errorf("bench: %w", err)
+	}
+	ua, err := net.ResolveUDPAddr("udp4", rxAddr)
+	if err != nil {
+		return b, fmt.Errorf("bench: receive address: %w", err)
+	}
+	if b.rx, err = net.ListenUDP("udp4", ua); err != nil {
+		return b, fmt.Errorf("bench: listening on %s: %w", rxAddr, err)
+	}
+	_ = b.rx.SetReadBuffer(8 << 20)
+	return b, nil
 }
 
 // RunRelay offers Rate datagrams per second through a relay (or the bare
@@ -130,29 +162,18 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (RelayResult, error) {
 		out = io.Discard
 	}
 	var (
-		pairs []*relayPair
-		rxs   []*net.UDPConn
+		socks *benchSockets
+		tmpls [][]byte // one datagram per pair; the payload is its last Size bytes
 		err   error
 	)
 	if cfg.Target != "" {
-		pairs, err = setupRelayPairs(ctx, &cfg)
-		for _, p := range pairs {
-			rxs = append(rxs, p.rx)
-		}
+		socks, tmpls, err = setupRelayPairs(ctx, &cfg)
 	} else {
-		pairs, rxs, err = setupForwarderPairs(&cfg)
+		socks, tmpls, err = setupForwarderPairs(&cfg)
 	}
-	defer func() {
-		for _, p := range pairs {
-			p.tx.Close()
-			if p.rx != nil {
-				p.rx.Close()
-			}
-		}
-		for _, rx := range rxs {
-			rx.Close()
-		}
-	}()
+	if socks != nil {
+		defer socks.close()
+	}
 	if err != nil {
 		return res, err
 	}
@@ -166,62 +187,53 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (RelayResult, error) {
 		wg        sync.WaitGroup
 	)
 	window.Store(1 << 62)
-	for _, rx := range rxs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rio, err := udpio.New(rx, udpio.Config{Batch: 64})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		rio, err := udpio.New(socks.rx, udpio.Config{Batch: 64})
+		if err != nil {
+			return
+		}
+		ms := make([]udpio.Message, 64)
+		for i := range ms {
+			ms[i].Buf = make([]byte, 2048)
+		}
+		for {
+			n, err := rio.ReadBatch(ms)
 			if err != nil {
 				return
 			}
-			ms := make([]udpio.Message, 64)
-			for i := range ms {
-				ms[i].Buf = make([]byte, 2048)
-			}
-			for {
-				n, err := rio.ReadBatch(ms)
-				if err != nil {
-					return
+			now := int64(time.Since(base))
+			for _, m := range ms[:n] {
+				if m.N < relaywire.RelayHeaderSize+RelayMinSize {
+					continue
 				}
-				now := int64(time.Since(base))
-				for _, m := range ms[:n] {
-					if m.N < relaywire.RelayHeaderSize+RelayMinSize {
-						continue
-					}
-					sent := int64(binary.LittleEndian.Uint64(m.Buf[relaywire.RelayHeaderSize+12:]))
-					if sent < window.Load() {
-						continue
-					}
-					forwarded.Add(1)
-					hist.record(time.Duration(now - sent))
+				sent := int64(binary.LittleEndian.Uint64(m.Buf[relaywire.RelayHeaderSize+12:]))
+				if sent < window.Load() {
+					continue
 				}
+				forwarded.Add(1)
+				hist.record(time.Duration(now - sent))
 			}
-		}()
-	}
+		}
+	}()
 
 	fmt.Fprintf(out, "offering %d datagrams/s of %d payload bytes over %d pairs to %s; warm-up %s, window %s\n",
-		cfg.Rate, cfg.Size, len(pairs), cmp(cfg.Target, cfg.Forwarder), cfg.Warmup, cfg.Duration)
+		cfg.Rate, cfg.Size, len(tmpls), cmp(cfg.Target, cfg.Forwarder), cfg.Warmup, cfg.Duration)
 	end := cfg.Warmup + cfg.Duration
 	var cpu0 time.Duration
 	var cpuErr error
 	senderDone := make(chan struct{})
 	go func() {
 		defer close(senderDone)
-		sendLoop(ctx, &cfg, pairs, base, end, &offered, &window, func() {
+		sendLoop(ctx, &cfg, socks, tmpls, base, end, &offered, &window, func() {
 			cpu0, cpuErr = procCPU(cfg.ServerPID)
 		}, out, &forwarded, &hist)
 	}()
 	<-senderDone
 	cpu1, err1 := procCPU(cfg.ServerPID)
 	time.Sleep(300 * time.Millisecond) // the last datagrams in flight
-	for _, rx := range rxs {
-		rx.Close()
-	}
-	for _, p := range pairs {
-		if p.rx != nil {
-			p.rx.Close()
-		}
-	}
+	socks.rx.Close()
 	wg.Wait()
 
 	res.Offered, res.Forwarded = offered.Load(), forwarded.Load()
@@ -251,19 +263,16 @@ func cmp(a, b string) string {
 }
 
 // sendLoop paces the datagrams: every few hundred microseconds it sends
-// what is due, round robin over the pairs, one WriteBatch per pair.
-func sendLoop(ctx context.Context, cfg *RelayConfig, pairs []*relayPair, base time.Time, end time.Duration,
+// what is due, round robin over the pairs, in batches of 64.
+func sendLoop(ctx context.Context, cfg *RelayConfig, socks *benchSockets, tmpls [][]byte, base time.Time, end time.Duration,
 	offered *atomic.Uint64, window *atomic.Int64, atWindow func(), out io.Writer, forwarded *atomic.Uint64, hist *fineHist) {
-	batch := make([][]udpio.Message, len(pairs))
-	bufs := make([][][]byte, len(pairs))
-	for i, p := range pairs {
-		bufs[i] = make([][]byte, 64)
-		for j := range bufs[i] {
-			bufs[i][j] = append([]byte(nil), p.tmpl...)
-		}
-		batch[i] = make([]udpio.Message, 0, 64)
+	const batchSize = 64
+	bufs := make([][]byte, batchSize)
+	for i := range bufs {
+		bufs[i] = make([]byte, relaywire.RelayHeaderSize+cfg.Size)
 	}
-	seqs := make([]uint64, len(pairs))
+	batch := make([]udpio.Message, 0, batchSize)
+	seqs := make([]uint64, len(tmpls))
 	var sent uint64
 	next := 0
 	inWindow := false
@@ -286,33 +295,24 @@ func sendLoop(ctx context.Context, cfg *RelayConfig, pairs []*relayPair, base ti
 			sent = due - maxBurst // what a stall of the bench made late is not sent
 		}
 		for sent < due {
-			k := min(due-sent, uint64(len(pairs)*64))
-			for range k {
+			k := min(due-sent, batchSize)
+			now := uint64(time.Since(base))
+			batch = batch[:0]
+			for j := range k {
 				i := next
-				next = (next + 1) % len(pairs)
-				if len(batch[i]) == cap(batch[i]) {
-					continue
-				}
-				b := bufs[i][len(batch[i])]
+				next = (next + 1) % len(tmpls)
+				b := bufs[j]
+				copy(b, tmpls[i])
 				off := len(b) - cfg.Size
 				binary.LittleEndian.PutUint32(b[off:], uint32(i))
 				binary.LittleEndian.PutUint64(b[off+4:], seqs[i])
+				binary.LittleEndian.PutUint64(b[off+12:], now)
 				seqs[i]++
-				batch[i] = append(batch[i], udpio.Message{Buf: b, Addr: pairs[i].to})
+				batch = append(batch, udpio.Message{Buf: b, Addr: socks.to})
 			}
-			now := int64(time.Since(base))
-			for i, p := range pairs {
-				if len(batch[i]) == 0 {
-					continue
-				}
-				for _, m := range batch[i] {
-					binary.LittleEndian.PutUint64(m.Buf[len(m.Buf)-cfg.Size+12:], uint64(now))
-				}
-				n, _ := p.txio.WriteBatch(batch[i])
-				if inWindow {
-					offered.Add(uint64(n))
-				}
-				batch[i] = batch[i][:0]
+			n, _ := socks.txio.WriteBatch(batch)
+			if inWindow {
+				offered.Add(uint64(n))
 			}
 			sent += k
 		}
@@ -330,46 +330,35 @@ func sendLoop(ctx context.Context, cfg *RelayConfig, pairs []*relayPair, base ti
 	}
 }
 
-func listenLoopback() (*net.UDPConn, error) {
-	return net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-}
-
-func setupForwarderPairs(cfg *RelayConfig) ([]*relayPair, []*net.UDPConn, error) {
+func setupForwarderPairs(cfg *RelayConfig) (*benchSockets, [][]byte, error) {
 	fwd, err := netip.ParseAddrPort(cfg.Forwarder)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: forwarder address: %w", err)
 	}
-	ua, err := net.ResolveUDPAddr("udp4", cfg.ForwarderTo)
+	socks, err := openBenchSockets(fwd, cfg.ForwarderTo)
 	if err != nil {
-		return nil, nil, fmt.Errorf("bench: forwarder-to address: %w", err)
+		return socks, nil, err
 	}
-	rx, err := net.ListenUDP("udp4", ua)
-	if err != nil {
-		return nil, nil, fmt.Errorf("bench: listening on %s: %w", cfg.ForwarderTo, err)
+	// The same bytes on the wire as a RELAY of Size bytes.
+	tmpls := make([][]byte, cfg.Pairs)
+	for i := range tmpls {
+		tmpls[i] = make([]byte, relaywire.RelayHeaderSize+cfg.Size)
 	}
-	_ = rx.SetReadBuffer(8 << 20)
-	var pairs []*relayPair
-	for range cfg.Pairs {
-		tx, err := listenLoopback()
-		if err != nil {
-			return pairs, []*net.UDPConn{rx}, err
-		}
-		txio, err := udpio.New(tx, udpio.Config{Batch: 64})
-		if err != nil {
-			return pairs, []*net.UDPConn{rx}, err
-		}
-		// The same bytes on the wire as a RELAY of Size bytes.
-		pairs = append(pairs, &relayPair{tx: tx, txio: txio, to: fwd, tmpl: make([]byte, relaywire.RelayHeaderSize+cfg.Size)})
-	}
-	return pairs, []*net.UDPConn{rx}, nil
+	return socks, tmpls, nil
 }
 
 // setupRelayPairs makes, binds and connects a host and a joiner
-// allocation per pair, as a Unity game does after the REST calls.
-func setupRelayPairs(ctx context.Context, cfg *RelayConfig) ([]*relayPair, error) {
+// allocation per pair, as a Unity game does after the REST calls. Every
+// host binds from the bench's receiving socket and every joiner from its
+// sending socket (a relay serves many allocations bound at one address).
+func setupRelayPairs(ctx context.Context, cfg *RelayConfig) (*benchSockets, [][]byte, error) {
 	target, err := netip.ParseAddrPort(cfg.Target)
 	if err != nil {
-		return nil, fmt.Errorf("bench: relay address: %w", err)
+		return nil, nil, fmt.Errorf("bench: relay address: %w", err)
+	}
+	socks, err := openBenchSockets(target, "127.0.0.1:0")
+	if err != nil {
+		return socks, nil, err
 	}
 	now := time.Now()
 	mint := func(host relaywire.AllocationID) (relaywire.AllocationID, []byte, relaywire.Key, error) {
@@ -383,51 +372,35 @@ func setupRelayPairs(ctx context.Context, cfg *RelayConfig) ([]*relayPair, error
 		k, err := cfg.Keys.AllocationKey(blob[0], c.AllocationID)
 		return c.AllocationID, blob, relaywire.Key(k), err
 	}
-	var pairs []*relayPair
+	var tmpls [][]byte
 	for range cfg.Pairs {
 		hostID, hostBlob, hostKey, err := mint(relaywire.AllocationID{})
 		if err != nil {
-			return pairs, err
+			return socks, nil, err
 		}
 		joinID, joinBlob, joinKey, err := mint(hostID)
 		if err != nil {
-			return pairs, err
-		}
-		rx, err := listenLoopback()
-		if err != nil {
-			return pairs, err
-		}
-		tx, err := listenLoopback()
-		if err != nil {
-			rx.Close()
-			return pairs, err
-		}
-		_ = rx.SetReadBuffer(4 << 20)
-		txio, err := udpio.New(tx, udpio.Config{Batch: 64})
-		p := &relayPair{tx: tx, txio: txio, to: target, rx: rx}
-		pairs = append(pairs, p)
-		if err != nil {
-			return pairs, err
+			return socks, nil, err
 		}
 		hb, _ := relaywire.NewBind(0, hostBlob, &hostKey)
 		jb, _ := relaywire.NewBind(0, joinBlob, &joinKey)
 		cr, _ := relaywire.NewConnectRequest(joinID, hostBlob)
-		if err := exchange(ctx, rx, target, hb, relaywire.TypeBindReceived); err != nil {
-			return pairs, fmt.Errorf("bench: binding a host: %w", err)
+		if err := exchange(ctx, socks.rx, target, hb, relaywire.TypeBindReceived); err != nil {
+			return socks, nil, fmt.Errorf("bench: binding a host: %w", err)
 		}
-		if err := exchange(ctx, tx, target, jb, relaywire.TypeBindReceived); err != nil {
-			return pairs, fmt.Errorf("bench: binding a joiner: %w", err)
+		if err := exchange(ctx, socks.tx, target, jb, relaywire.TypeBindReceived); err != nil {
+			return socks, nil, fmt.Errorf("bench: binding a joiner: %w", err)
 		}
-		if err := exchange(ctx, tx, target, cr, relaywire.TypeAccepted); err != nil {
-			return pairs, fmt.Errorf("bench: connecting: %w", err)
+		if err := exchange(ctx, socks.tx, target, cr, relaywire.TypeAccepted); err != nil {
+			return socks, nil, fmt.Errorf("bench: connecting: %w", err)
 		}
 		tmpl, err := (&relaywire.Relay{From: joinID, To: hostID, Data: make([]byte, cfg.Size)}).AppendTo(nil)
 		if err != nil {
-			return pairs, err
+			return socks, nil, err
 		}
-		p.tmpl = tmpl
+		tmpls = append(tmpls, tmpl)
 	}
-	return pairs, nil
+	return socks, tmpls, nil
 }
 
 // exchange sends m to the relay every 200 ms until an answer of type want

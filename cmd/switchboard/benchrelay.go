@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -103,9 +104,10 @@ See docs/benchmarks.md.`,
 // of bench relay until `serve relay` exists.
 func newBenchRelayTargetCmd() *cobra.Command {
 	var (
-		sf   relaySecretFlags
-		addr string
-		rate int
+		sf      relaySecretFlags
+		addr    string
+		rate    int
+		profile string
 	)
 	cmd := &cobra.Command{
 		Use:   "relay-target",
@@ -123,6 +125,7 @@ target of bench relay, which seals its own allocations.`,
 			s, err := relay.New(relay.Config{
 				Keys: keys, NodeID: sf.nodeID, BootEpoch: sf.bootEpoch,
 				AllocationRate: rate, AllocationBurst: max(rate/10, relay.DefaultMaxDatagram),
+				SourceRate: 1 << 20, SourceBurst: 1 << 20, // the bench binds every pair from two sockets
 				Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 			})
 			if err != nil {
@@ -131,6 +134,17 @@ target of bench relay, which seals its own allocations.`,
 			pc, err := net.ListenPacket("udp", addr)
 			if err != nil {
 				return err
+			}
+			if profile != "" {
+				pf, err := os.Create(profile)
+				if err != nil {
+					return err
+				}
+				defer pf.Close()
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "relay data plane on udp %s (pid %d)\n", pc.LocalAddr(), os.Getpid())
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -148,5 +162,6 @@ target of bench relay, which seals its own allocations.`,
 	sf.register(cmd)
 	cmd.Flags().StringVar(&addr, "udp", "127.0.0.1:37000", "UDP address to serve")
 	cmd.Flags().IntVar(&rate, "allocation-rate", 1<<30, "bytes per second one allocation may send")
+	cmd.Flags().StringVar(&profile, "cpuprofile", "", "write a CPU profile to this file until interrupted")
 	return cmd
 }
