@@ -90,13 +90,24 @@ func newFixture(t *testing.T, mod func(*relay.Config)) *fixture {
 	f.udp, f.ws = pc.LocalAddr().String(), ln.Addr().String()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); _ = s.ServePacket(pc) }()
-	go func() { defer wg.Done(); _ = s.Serve(ln) }()
+	serveErr := func(err error) {
+		if !errors.Is(err, relay.ErrServerClosed) {
+			t.Errorf("serve returned %v, want ErrServerClosed", err)
+		}
+	}
+	go func() { defer wg.Done(); serveErr(s.ServePacket(pc)) }()
+	go func() { defer wg.Done(); serveErr(s.Serve(ln)) }()
 	t.Cleanup(func() {
-		if err := s.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+		if err := s.Close(); err != nil { // idempotent
 			t.Error(err)
 		}
 		wg.Wait()
+		if err := s.ServePacket(pc); !errors.Is(err, relay.ErrServerClosed) {
+			t.Errorf("ServePacket after Close: %v", err)
+		}
 	})
 	return f
 }
@@ -622,4 +633,37 @@ func TestNoAmplification(t *testing.T) {
 	m := mRelay(j.id, h.id, []byte("still here"))
 	jc.send(m)
 	expectNext(t, hc, m)
+}
+
+// TestGarbageFlood: a flood of garbage and forged BINDs from one source is
+// dropped and counted, and a session beside it goes on.
+func TestGarbageFlood(t *testing.T) {
+	f := newFixture(t, nil)
+	h := f.host(4)
+	j := f.joiner(h)
+	hc, jc := dialUDP(t, f.udp), dialUDP(t, f.udp)
+	bound(t, hc, h, 0)
+	bound(t, jc, j, 0)
+	connected(t, jc, j, h)
+	flood := dialUDP(t, f.udp)
+	forged := mBind(0, h.blob, make([]byte, 64))
+	for i := range 3000 {
+		switch i % 3 {
+		case 0:
+			flood.send([]byte{0xDA, 0x72, 0x00, 0x0A, byte(i)})
+		case 1:
+			flood.send(forged)
+		default:
+			flood.send(bytes.Repeat([]byte{byte(i)}, 100))
+		}
+	}
+	for i := range 20 {
+		m := mRelay(j.id, h.id, []byte{byte(i)})
+		jc.send(m)
+		expectNext(t, hc, m)
+	}
+	expectSilence(t, flood)
+	if f.drops("malformed") == 0 || f.drops("bad_hmac")+f.drops("source_rate") == 0 {
+		t.Fatalf("drops: malformed %v, bad_hmac %v, source_rate %v", f.drops("malformed"), f.drops("bad_hmac"), f.drops("source_rate"))
+	}
 }
