@@ -540,6 +540,26 @@ func TestConfigDefaults(t *testing.T) {
 	if _, err := relay.New(relay.Config{}); !errors.Is(err, relay.ErrConfig) {
 		t.Fatalf("empty config: %v", err)
 	}
+	keys, _ := tokens.NewRelayKeyring(tokens.RelayKey{ID: 1, Secret: make([]byte, 32)})
+	for _, bad := range []relay.Config{
+		{Keys: keys, NodeID: "n", BootEpoch: 1, IdleTimeout: -1},
+		{Keys: keys, NodeID: "n", BootEpoch: 1, MaxPeers: -1},
+		{Keys: keys, NodeID: "n", BootEpoch: 1, MaxDatagram: 10},
+		{Keys: keys, NodeID: "n", BootEpoch: 1, AllocationBurst: 100},
+		{Keys: keys, NodeID: "n"},
+		{Keys: keys, BootEpoch: 1},
+	} {
+		if _, err := relay.New(bad); !errors.Is(err, relay.ErrConfig) {
+			t.Errorf("%+v: got %v, want ErrConfig", bad, err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := relay.New(relay.Config{Keys: keys, NodeID: "n", BootEpoch: 1, Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relay.New(relay.Config{Keys: keys, NodeID: "n", BootEpoch: 1, Registerer: reg}); err == nil {
+		t.Fatal("a second server registered its metrics on the same registry")
+	}
 }
 
 // TestBandwidthCap: an allocation's RELAY bytes over its rate are dropped;

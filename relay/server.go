@@ -46,7 +46,8 @@ type Server struct {
 
 // New checks cfg and returns a server; it starts no goroutines. It fails
 // with an error wrapping ErrConfig when Keys, NodeID or BootEpoch is
-// missing, and when metrics cannot be registered.
+// missing or a limit is negative or out of range, and when metrics cannot
+// be registered.
 func New(cfg Config) (*Server, error) {
 	cfg.fill()
 	switch {
@@ -58,6 +59,12 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("relay: boot epoch 0: %w", ErrConfig)
 	case cfg.MaxDatagram < relaywire.RelayHeaderSize || cfg.MaxDatagram > relaywire.MaxMessageSize:
 		return nil, fmt.Errorf("relay: max datagram %d out of [%d, %d]: %w", cfg.MaxDatagram, relaywire.RelayHeaderSize, relaywire.MaxMessageSize, ErrConfig)
+	case cfg.IdleTimeout < 0 || cfg.HostAloneTimeout < 0 || cfg.BindTimeout < 0 || cfg.SweepInterval < 0 ||
+		cfg.WSHandshakeTimeout < 0 || cfg.WSIdleTimeout < 0 || cfg.WSWriteTimeout < 0:
+		return nil, fmt.Errorf("relay: negative timeout: %w", ErrConfig)
+	case cfg.MaxAllocations < 0 || cfg.MaxReleased < 0 || cfg.MaxPeers < 0 || cfg.AllocationRate < 0 ||
+		cfg.SourceRate < 0 || cfg.SourceBurst < 0 || cfg.WSSendQueue < 0 || cfg.MaxWSConns < 0 || cfg.Batch < 0:
+		return nil, fmt.Errorf("relay: negative limit: %w", ErrConfig)
 	case cfg.AllocationBurst < cfg.MaxDatagram:
 		return nil, fmt.Errorf("relay: allocation burst %d under the max datagram %d: %w", cfg.AllocationBurst, cfg.MaxDatagram, ErrConfig)
 	}
