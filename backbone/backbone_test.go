@@ -30,15 +30,16 @@ func startServer(t *testing.T) (*Embedded, *Conn) {
 		t.Fatalf("StartEmbedded: %v", err)
 	}
 	t.Cleanup(e.Shutdown)
-	c := connect(t, e.ClientURL())
+	c := connect(t, e)
 	return e, c
 }
 
-func connect(t *testing.T, u string) *Conn {
+func connect(t *testing.T, e *Embedded) *Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := Connect(ctx, Config{URL: u, Logger: discard, ReconnectWait: 20 * time.Millisecond, MaxReconnectWait: 100 * time.Millisecond, RequestTimeout: 300 * time.Millisecond})
+	c, err := Connect(ctx, Config{URL: e.ClientURL(), CredentialsFile: e.CredentialsFile(), Logger: discard,
+		ReconnectWait: 20 * time.Millisecond, MaxReconnectWait: 100 * time.Millisecond, RequestTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
@@ -58,7 +59,7 @@ func TestEmbeddedStartStop(t *testing.T) {
 	if u.Hostname() != DefaultEmbeddedHost || u.Port() == "0" || u.Port() == "" {
 		t.Errorf("ClientURL = %q, want %s and a real port", e.ClientURL(), DefaultEmbeddedHost)
 	}
-	c := connect(t, e.ClientURL())
+	c := connect(t, e)
 	if !c.NATS().IsConnected() {
 		t.Errorf("connection not connected")
 	}
@@ -78,7 +79,7 @@ func TestEmbeddedBadPort(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	_, c := startServer(t)
-	c2, err := Connect(context.Background(), Config{URL: c.cfg.URL})
+	c2, err := Connect(context.Background(), Config{URL: c.cfg.URL, CredentialsFile: c.cfg.CredentialsFile})
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
@@ -237,7 +238,7 @@ func TestRequestHandle(t *testing.T) {
 func TestHandleConcurrencyLimit(t *testing.T) {
 	e, _ := startServer(t)
 	ctx := context.Background()
-	c, err := Connect(ctx, Config{URL: e.ClientURL(), Logger: discard, MaxConcurrentHandlers: 2})
+	c, err := Connect(ctx, Config{URL: e.ClientURL(), CredentialsFile: e.CredentialsFile(), Logger: discard, MaxConcurrentHandlers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestKeyValueRace(t *testing.T) {
 	var wg sync.WaitGroup
 	kvs := make([]jetstream.KeyValue, 4)
 	for i := range kvs {
-		c := connect(t, e.ClientURL())
+		c := connect(t, e)
 		wg.Go(func() {
 			kv, err := c.KeyValue(context.Background(), cfg)
 			if err != nil {
@@ -310,7 +311,7 @@ func TestKeyValueRace(t *testing.T) {
 	}
 	// Updating the config of an existing bucket works too.
 	cfg.TTL = 2 * time.Hour
-	kv, err := connect(t, e.ClientURL()).KeyValue(ctx, cfg)
+	kv, err := connect(t, e).KeyValue(ctx, cfg)
 	if err != nil {
 		t.Fatalf("KeyValue update: %v", err)
 	}
@@ -330,7 +331,7 @@ func TestReconnectAfterRestart(t *testing.T) {
 	}
 	u, _ := url.Parse(e.ClientURL())
 	port, _ := strconv.Atoi(u.Port())
-	c := connect(t, e.ClientURL())
+	c := connect(t, e)
 	ctx := context.Background()
 	kv, err := c.KeyValue(ctx, jetstream.KeyValueConfig{Bucket: "persist"})
 	if err != nil {

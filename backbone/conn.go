@@ -1,11 +1,13 @@
 package backbone
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"time"
 
@@ -40,8 +42,12 @@ type Config struct {
 	// Name is the connection name reported to the server. Empty means
 	// DefaultName.
 	Name string
-	// CredentialsFile is a NATS .creds file (JWT and nkey seed). Empty
-	// means none.
+	// CredentialsFile is the file that authenticates this connection:
+	// either an nkey user seed file, such as the one [StartEmbedded]
+	// generates, or a .creds file (user JWT and nkey seed) of a NATS
+	// deployment with accounts. The file is read at Connect and again at
+	// every reconnect; the seed is not kept in memory. Empty means none
+	// (or the user and password given in URL).
 	CredentialsFile string
 	// ReconnectWait is the first delay between (re)connect attempts; each
 	// failed attempt doubles it, with jitter, up to MaxReconnectWait.
@@ -129,7 +135,11 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		}),
 	}
 	if cfg.CredentialsFile != "" {
-		opts = append(opts, nats.UserCredentials(cfg.CredentialsFile))
+		opt, err := credentialsOption(cfg.CredentialsFile)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, opt)
 	}
 
 	for attempt := 1; ; attempt++ {
@@ -157,6 +167,25 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 		case <-t.C:
 		}
 	}
+}
+
+// credentialsOption returns the nats.go option that authenticates with the
+// nkey seed or .creds file at path.
+func credentialsOption(path string) (nats.Option, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("backbone: nats credentials: %w", err)
+	}
+	jwt := bytes.Contains(b, []byte("BEGIN NATS USER JWT"))
+	wipe(b)
+	if jwt {
+		return nats.UserCredentials(path), nil
+	}
+	opt, err := nats.NkeyOptionFromSeed(path)
+	if err != nil {
+		return nil, fmt.Errorf("backbone: nats credentials %s: %w: %w", path, ErrBadCredentials, err)
+	}
+	return opt, nil
 }
 
 // backoff returns the delay before reconnect attempt n (1-based):

@@ -2,12 +2,16 @@ package backbone
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
 )
 
 // Defaults of [EmbeddedConfig].
@@ -21,11 +25,16 @@ const (
 	// DefaultStartTimeout bounds how long StartEmbedded waits for the
 	// server to accept connections.
 	DefaultStartTimeout = 10 * time.Second
+	// CredentialsFileName is the file in EmbeddedConfig.DataDir that holds
+	// the nkey seed the embedded server requires of every client. It is
+	// created, mode 0600, on the first start and kept across restarts.
+	CredentialsFileName = "nats-user.nk"
 )
 
 // EmbeddedConfig configures [StartEmbedded]. Its zero value works: an
 // embedded server on 127.0.0.1, a free port, JetStream under
-// ./switchboard-data/nats.
+// ./switchboard-data/nats, clients authenticated by the nkey in
+// ./switchboard-data/nats-user.nk.
 type EmbeddedConfig struct {
 	// DataDir is the directory for data on disk; JetStream stores under
 	// DataDir/nats. Empty means DefaultDataDir.
@@ -46,12 +55,20 @@ type EmbeddedConfig struct {
 // Embedded is a nats-server with JetStream running inside this process.
 // Its methods are safe for concurrent use.
 type Embedded struct {
-	srv *server.Server // immutable after StartEmbedded
+	// immutable after StartEmbedded
+	srv   *server.Server
+	creds string
 }
 
 // StartEmbedded starts a nats-server in this process with JetStream storing
 // under cfg.DataDir/nats and waits until it accepts connections. It does
 // not install signal handlers. On error nothing is left running.
+//
+// The server accepts only clients that sign its challenge with the nkey
+// kept in cfg.DataDir/[CredentialsFileName], created on the first start:
+// whoever can connect can read the signing key from the store, so a local
+// process or another host needs that file to join. Pass
+// [Embedded.CredentialsFile] as [Config.CredentialsFile] to [Connect].
 func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.DataDir == "" {
 		cfg.DataDir = DefaultDataDir
@@ -72,6 +89,11 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT
 	}
+	credsPath := filepath.Join(cfg.DataDir, CredentialsFileName)
+	pub, err := loadOrCreateUserKey(credsPath)
+	if err != nil {
+		return nil, err
+	}
 	opts := &server.Options{
 		ServerName: "switchboard-embedded",
 		Host:       cfg.Host,
@@ -79,25 +101,44 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		JetStream:  true,
 		StoreDir:   filepath.Join(cfg.DataDir, "nats"),
 		NoSigs:     true,
+		// One user, authenticated by nkey challenge: the seed never crosses
+		// the wire and the server holds only the public key.
+		Nkeys: []*server.NkeyUser{{Nkey: pub}},
 		// The HTTP monitor, cluster, leaf and gateway listeners stay off.
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("backbone: embedded server: %w", err)
 	}
-	srv.SetLoggerV2(&serverLogger{log: cfg.Logger.With("component", "nats-server")}, false, false, false)
+	lg := &serverLogger{log: cfg.Logger.With("component", "nats-server")}
+	srv.SetLoggerV2(lg, false, false, false)
 	srv.Start()
-	if !srv.ReadyForConnections(cfg.StartTimeout) {
+	// Poll so that a fatal start error (the port in use, say) ends the
+	// wait at once, and say what it was.
+	deadline := time.Now().Add(cfg.StartTimeout)
+	for !srv.ReadyForConnections(readyPoll) {
+		cause := lg.fatal.Load()
+		if cause == nil && time.Now().Before(deadline) {
+			continue
+		}
 		srv.Shutdown()
 		srv.WaitForShutdown()
+		if cause != nil {
+			return nil, fmt.Errorf("backbone: embedded server on %s:%d: %w: %w", cfg.Host, cfg.Port, ErrNotReady, *cause)
+		}
 		return nil, fmt.Errorf("backbone: embedded server on %s:%d: %w", cfg.Host, cfg.Port, ErrNotReady)
 	}
-	return &Embedded{srv: srv}, nil
+	return &Embedded{srv: srv, creds: credsPath}, nil
 }
 
 // ClientURL returns the URL clients connect to, such as
-// "nats://127.0.0.1:41235".
+// "nats://127.0.0.1:41235". It carries no credentials: see
+// [Embedded.CredentialsFile].
 func (e *Embedded) ClientURL() string { return e.srv.ClientURL() }
+
+// CredentialsFile returns the path of the nkey seed file that clients of
+// this server need, for [Config.CredentialsFile] or `--nats-creds`.
+func (e *Embedded) CredentialsFile() string { return e.creds }
 
 // Shutdown stops the server and waits until it has stopped. It is
 // idempotent.
@@ -106,10 +147,16 @@ func (e *Embedded) Shutdown() {
 	e.srv.WaitForShutdown()
 }
 
+// readyPoll is how often StartEmbedded checks for a fatal start error
+// while it waits for the server.
+const readyPoll = 50 * time.Millisecond
+
 // serverLogger routes nats-server logging to slog: warnings and errors
-// only, so that a healthy server says nothing.
+// only, so that a healthy server says nothing. It keeps the first fatal
+// error for StartEmbedded's message.
 type serverLogger struct {
-	log *slog.Logger
+	log   *slog.Logger
+	fatal atomic.Pointer[error]
 }
 
 func (l *serverLogger) Noticef(string, ...any) {}
@@ -122,5 +169,89 @@ func (l *serverLogger) Errorf(format string, v ...any) {
 	l.log.Log(context.Background(), slog.LevelError, fmt.Sprintf(format, v...))
 }
 func (l *serverLogger) Fatalf(format string, v ...any) {
-	l.log.Log(context.Background(), slog.LevelError, fmt.Sprintf(format, v...), "fatal", true)
+	msg := fmt.Sprintf(format, v...)
+	var err error = fatalError{msg: msg}
+	for _, a := range v {
+		if e, ok := a.(error); ok { // the listener's error, say
+			err = fatalError{msg: msg, err: e}
+			break
+		}
+	}
+	l.fatal.CompareAndSwap(nil, &err)
+	l.log.Log(context.Background(), slog.LevelError, msg, "fatal", true)
 }
+
+// loadOrCreateUserKey returns the public key of the nkey user seed in path,
+// creating the seed (and its directory) when the file does not exist.
+func loadOrCreateUserKey(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return createUserKey(path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("backbone: read nats credentials: %w", err)
+	}
+	defer wipe(b)
+	kp, err := nkeys.ParseDecoratedNKey(b)
+	if err != nil {
+		return "", fmt.Errorf("backbone: nats credentials %s: %w", path, err)
+	}
+	defer kp.Wipe()
+	pub, err := kp.PublicKey()
+	if err != nil || !nkeys.IsValidPublicUserKey(pub) {
+		return "", fmt.Errorf("backbone: nats credentials %s: %w", path, ErrBadCredentials)
+	}
+	return pub, nil
+}
+
+func createUserKey(path string) (string, error) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		return "", fmt.Errorf("backbone: create nats credentials: %w", err)
+	}
+	defer kp.Wipe()
+	seed, err := kp.Seed()
+	if err != nil {
+		return "", fmt.Errorf("backbone: create nats credentials: %w", err)
+	}
+	defer wipe(seed)
+	pub, err := kp.PublicKey()
+	if err != nil {
+		return "", fmt.Errorf("backbone: create nats credentials: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("backbone: create nats credentials: %w", err)
+	}
+	// O_EXCL: a second process starting on the same data dir at the same
+	// moment does not overwrite the first one's key.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return loadOrCreateUserKey(path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("backbone: create nats credentials: %w", err)
+	}
+	_, werr := f.Write(append(seed, '\n'))
+	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("backbone: write nats credentials: %w", err)
+	}
+	return pub, nil
+}
+
+// wipe overwrites secret bytes once they are no longer needed.
+func wipe(b []byte) {
+	for i := range b {
+		b[i] = 'x'
+	}
+}
+
+// fatalError is a fatal message of nats-server and the error it names, so
+// that errors.Is finds the cause (syscall.EADDRINUSE, say).
+type fatalError struct {
+	msg string
+	err error
+}
+
+func (e fatalError) Error() string { return e.msg }
+func (e fatalError) Unwrap() error { return e.err }

@@ -2,9 +2,10 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
-	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 )
 
 // Counters are what bots count, shared by every bot of a run. All fields
-// are updated atomically.
+// are updated atomically, or are safe for concurrent use.
 type Counters struct {
 	Connected   atomic.Int64 // bots with a live room connection
 	Joined      atomic.Int64 // bots that ever got a WELCOME
@@ -22,7 +23,14 @@ type Counters struct {
 	OrderErrors atomic.Int64 // frames that did not follow the previous one
 	Disconnects atomic.Int64
 	Resumes     atomic.Int64
-	Failed      atomic.Int64 // bots that ended with an error
+	Failed      atomic.Int64 // bots that ended with an error; a room the backend closed is no failure
+	Failures    Failures     // why they did, by reason
+}
+
+// fail counts a bot that ended with err.
+func (c *Counters) fail(err error) {
+	c.Failed.Add(1)
+	c.Failures.Add(err)
 }
 
 // Bot is one simulated player: it logs in, joins a room, says READY and
@@ -47,8 +55,19 @@ type Bot struct {
 
 var epoch = time.Now()
 
+// NewRunID returns 8 random hexadecimal digits that tell one run's rooms
+// and bots from another's. Package bench is client code: it links no server
+// package, so it does not use package tokens for this.
+func NewRunID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}
+
 // Run plays until ctx ends (then it closes the room and returns nil) or
-// the room ends (then it returns the room's error).
+// the room ends (then it returns the room's error: rooms.ErrRoomClosed
+// when the game backend closed it, which is not counted as a failure). Its
+// errors are [*StageError]s, but for rooms.ErrRoomClosed.
 func (b *Bot) Run(ctx context.Context) error {
 	cnt := b.Counters
 	if cnt == nil {
@@ -59,7 +78,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		b.Joined(err)
 	}
 	if err != nil {
-		cnt.Failed.Add(1)
+		cnt.fail(err)
 		return err
 	}
 	defer room.Close()
@@ -72,8 +91,9 @@ func (b *Bot) Run(ctx context.Context) error {
 		}
 	}()
 	if err := room.Ready(); err != nil {
-		cnt.Failed.Add(1)
-		return fmt.Errorf("bench: %s ready: %w", b.Username, err)
+		err = &StageError{Username: b.Username, Stage: StageReady, Err: err}
+		cnt.fail(err)
+		return err
 	}
 	seat := room.State().Seat
 	var last uint32
@@ -124,19 +144,28 @@ func (b *Bot) Run(ctx context.Context) error {
 			}
 		case <-room.Done():
 			err := room.Err()
-			if err != nil && !errors.Is(err, rooms.ErrClosed) {
-				cnt.Failed.Add(1)
+			switch {
+			case err == nil, errors.Is(err, rooms.ErrClosed):
+				return err
+			case errors.Is(err, rooms.ErrRoomClosed):
+				return err
 			}
+			err = &StageError{Username: b.Username, Stage: StagePlay, Err: err}
+			cnt.fail(err)
 			return err
 		}
 	}
 }
 
 // Join mints the bot's auth token and ticket, logs in and connects the room.
+// Its errors are [*StageError]s.
 func (b *Bot) Join(ctx context.Context) (*rooms.Room, error) {
+	fail := func(stage string, err error) (*rooms.Room, error) {
+		return nil, &StageError{Username: b.Username, Stage: stage, Err: err}
+	}
 	auth, err := b.Backend.CreateAuthToken(ctx, b.Username, 0)
 	if err != nil {
-		return nil, fmt.Errorf("bench: %s auth token: %w", b.Username, err)
+		return fail(StageAuthToken, err)
 	}
 	req := backend.TicketRequest{Username: b.Username}
 	if b.Seat >= 0 {
@@ -145,15 +174,15 @@ func (b *Bot) Join(ctx context.Context) (*rooms.Room, error) {
 	}
 	ticket, _, err := b.Backend.CreateTicket(ctx, b.RoomID, req)
 	if err != nil {
-		return nil, fmt.Errorf("bench: %s ticket: %w", b.Username, err)
+		return fail(StageTicket, err)
 	}
 	c, err := rooms.Login(ctx, b.API, b.Username, auth, b.Client)
 	if err != nil {
-		return nil, fmt.Errorf("bench: %s login: %w", b.Username, err)
+		return fail(StageLogin, err)
 	}
 	room, err := c.Connect(ctx, b.RoomID, rooms.JoinOptions{Ticket: ticket})
 	if err != nil {
-		return nil, fmt.Errorf("bench: %s connect: %w", b.Username, err)
+		return fail(StageConnect, err)
 	}
 	return room, nil
 }

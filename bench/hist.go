@@ -33,9 +33,6 @@ func (h *Histogram) Record(d time.Duration) {
 	h.n.Add(1)
 }
 
-// Count returns how many durations were recorded.
-func (h *Histogram) Count() uint64 { return h.n.Load() }
-
 // Quantile returns the duration below which a fraction q of the recorded
 // ones fall, to the bucket's upper edge; 0 when nothing was recorded.
 func (h *Histogram) Quantile(q float64) time.Duration {

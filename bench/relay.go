@@ -219,7 +219,7 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (RelayResult, error) {
 	}()
 
 	fmt.Fprintf(out, "offering %d datagrams/s of %d payload bytes over %d pairs to %s; warm-up %s, window %s\n",
-		cfg.Rate, cfg.Size, len(tmpls), cmp(cfg.Target, cfg.Forwarder), cfg.Warmup, cfg.Duration)
+		cfg.Rate, cfg.Size, len(tmpls), targetName(cfg.Target, cfg.Forwarder), cfg.Warmup, cfg.Duration)
 	end := cfg.Warmup + cfg.Duration
 	var cpu0 time.Duration
 	var cpuErr error
@@ -255,7 +255,7 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (RelayResult, error) {
 	return res, ctx.Err()
 }
 
-func cmp(a, b string) string {
+func targetName(a, b string) string {
 	if a != "" {
 		return "relay " + a
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
-	"github.com/switchboardgg/switchboard/tokens"
 )
 
 // Defaults of RoomsConfig.
@@ -49,7 +48,9 @@ type RoomsResult struct {
 	PlayersWanted    int
 	PlayersConnected int64 // at the end of the measured window
 	JoinFailures     int64
-	Disconnects      int64 // during the measured window
+	Failed           int64         // players that failed to join or play
+	Failures         []ReasonCount // why, the most frequent first
+	Disconnects      int64         // during the measured window
 	OrderErrors      int64
 	Window           time.Duration
 	FramesPerSecond  float64 // frames delivered to all players
@@ -67,7 +68,8 @@ type RoomsResult struct {
 
 // RunRooms creates cfg.Rooms rooms, fills them with bots, measures for
 // cfg.Duration once all have joined, then stops the bots and closes the
-// rooms.
+// rooms. When players failed or frames arrived out of order it returns the
+// result with an error wrapping [ErrPlayersFailed].
 func RunRooms(ctx context.Context, cfg RoomsConfig) (*RoomsResult, error) {
 	if cfg.Rooms < 1 || cfg.Players < 1 || cfg.Players > 16 || cfg.Tick < 1 || cfg.Tick > 60 || cfg.Duration <= 0 {
 		return nil, errors.New("bench: rooms ≥ 1, players 1–16, tick 1–60 and a positive duration are required")
@@ -98,7 +100,7 @@ func RunRooms(ctx context.Context, cfg RoomsConfig) (*RoomsResult, error) {
 		clientCfg.HTTPClient = httpc
 	}
 
-	run := tokens.Random(4)
+	run := NewRunID()
 	ids := make([]string, cfg.Rooms)
 	fmt.Fprintf(out, "creating %d rooms (%d players, %d Hz)\n", cfg.Rooms, cfg.Players, cfg.Tick)
 	for i := range ids {
@@ -168,12 +170,19 @@ ramp:
 		case <-time.After(time.Until(start.Add(cfg.JoinTimeout))):
 			stopBots()
 			botWG.Wait()
+			writeFailures(out, &cnt.Failures)
 			return nil, fmt.Errorf("bench: only %d of %d players joined within %v", cnt.Joined.Load(), total, cfg.JoinTimeout)
 		case <-ctx.Done():
 			stopBots()
 			botWG.Wait()
 			return nil, ctx.Err()
 		}
+	}
+	if cnt.Joined.Load() == 0 {
+		stopBots()
+		botWG.Wait()
+		writeFailures(out, &cnt.Failures)
+		return nil, fmt.Errorf("bench: none of %d players joined: %w", total, ErrPlayersFailed)
 	}
 	fmt.Fprintf(out, "%d of %d players joined in %.1fs; measuring for %v\n", cnt.Joined.Load(), total, time.Since(start).Seconds(), cfg.Duration)
 
@@ -234,14 +243,31 @@ measure:
 	}
 	stopBots()
 	botWG.Wait()
+	res.Failed = cnt.Failed.Load()
+	res.Failures = cnt.Failures.Counts()
 	res.Report(out)
+	if res.Failed > 0 || res.OrderErrors > 0 {
+		return res, fmt.Errorf("bench: %d of %d players failed, %d frames out of order: %w", res.Failed, total, res.OrderErrors, ErrPlayersFailed)
+	}
 	return res, nil
+}
+
+// writeFailures writes the failures counted so far by reason.
+func writeFailures(w io.Writer, f *Failures) {
+	if c := f.Counts(); len(c) > 0 {
+		fmt.Fprintf(w, "players failed, by reason:\n")
+		WriteCounts(w, c)
+	}
 }
 
 // Report writes the result for people.
 func (r *RoomsResult) Report(w io.Writer) {
-	fmt.Fprintf(w, "\nplayers connected     %d of %d (join failures %d, disconnects %d, order errors %d)\n",
-		r.PlayersConnected, r.PlayersWanted, r.JoinFailures, r.Disconnects, r.OrderErrors)
+	fmt.Fprintf(w, "\nplayers connected     %d of %d (join failures %d, failed %d, disconnects %d, order errors %d)\n",
+		r.PlayersConnected, r.PlayersWanted, r.JoinFailures, r.Failed, r.Disconnects, r.OrderErrors)
+	if len(r.Failures) > 0 {
+		fmt.Fprintln(w, "players failed, by reason:")
+		WriteCounts(w, r.Failures)
+	}
 	fmt.Fprintf(w, "frames/s delivered    %.0f (inputs/s %.0f) over %.1fs\n", r.FramesPerSecond, r.InputsPerSecond, r.Window.Seconds())
 	fmt.Fprintf(w, "input→frame latency   p50 %v  p99 %v\n", r.LatencyP50, r.LatencyP99)
 	if r.ServerCPUSeconds > 0 {

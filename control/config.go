@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -63,6 +64,18 @@ const (
 	// DefaultMaxRateLimitKeys bounds the IPs and sessions the rate
 	// limiters remember at once.
 	DefaultMaxRateLimitKeys = 10000
+	// DefaultReadHeaderTimeout bounds reading a request's header.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds reading a whole request, body included: a
+	// body trickled in slowly is cut off here.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds writing a response.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection idle this long.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultMaxHeaderBytes bounds a request's header; a larger one is
+	// answered 431.
+	DefaultMaxHeaderBytes = 16 << 10
 )
 
 // Fixed limits of the API; see docs/api.md.
@@ -101,6 +114,11 @@ type Config struct {
 	// Backbone carries the commands to game nodes and tells /healthz
 	// whether NATS is reachable. Required.
 	Backbone *backbone.Conn
+	// Health, when not nil, tells /healthz whether the store accepts
+	// writes (such as backbone.Probe.Check); an error answers 503. It
+	// should answer from memory. Nil means only the NATS connection is
+	// checked.
+	Health func(ctx context.Context) error
 	// ServerKey is the server API key: game backends send it as
 	// "Authorization: Bearer <key>", and it is the HMAC key of auth
 	// tokens. Required, at least tokens.MinKeyLen bytes.
@@ -161,6 +179,15 @@ type Config struct {
 	// DefaultMaxRateLimitKeys.
 	MaxRateLimitKeys int
 
+	// ReadHeaderTimeout, ReadTimeout, WriteTimeout and IdleTimeout are
+	// the http.Server timeouts of [Server.Serve]. Zero means
+	// DefaultReadHeaderTimeout, DefaultReadTimeout, DefaultWriteTimeout
+	// and DefaultIdleTimeout.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request header in [Server.Serve], in bytes.
+	// Zero means DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
+
 	// Logger receives request failures and rare events, with no
 	// component attribute of its own; tokens and keys are never logged.
 	// Nil means slog.Default().
@@ -186,6 +213,13 @@ func (c Config) withDefaults() Config {
 	setDur(&c.MaxRoomDuration, DefaultMaxRoomDuration)
 	setDur(&c.CommandTimeout, DefaultCommandTimeout)
 	setDur(&c.RequestTimeout, DefaultRequestTimeout)
+	setDur(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDur(&c.ReadTimeout, DefaultReadTimeout)
+	setDur(&c.WriteTimeout, DefaultWriteTimeout)
+	setDur(&c.IdleTimeout, DefaultIdleTimeout)
+	if c.MaxHeaderBytes <= 0 {
+		c.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
 	if c.MaxSnapshotIntervalFrames <= 0 {
 		c.MaxSnapshotIntervalFrames = DefaultMaxSnapshotIntervalFrames
 	}

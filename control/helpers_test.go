@@ -106,7 +106,7 @@ func newEnv(t *testing.T, tweak ...func(*Config)) *env {
 // test (before the embedded server shuts down).
 func (e *env) connect() *backbone.Conn {
 	e.t.Helper()
-	c, err := backbone.Connect(context.Background(), backbone.Config{URL: e.nats.ClientURL(), Logger: discard})
+	c, err := backbone.Connect(context.Background(), backbone.Config{URL: e.nats.ClientURL(), CredentialsFile: e.nats.CredentialsFile(), Logger: discard})
 	if err != nil {
 		e.t.Fatalf("Connect: %v", err)
 	}

@@ -94,7 +94,7 @@ func (s *Server) roomFromRequest(req *createRoomRequest) (*store.Room, error) {
 		Seats:                  []store.Seat{},
 	}
 	if r.RoomID == "" {
-		r.RoomID = tokens.Random(12) // 16 characters of [A-Za-z0-9_-]
+		r.RoomID = tokens.NewName(12) // 16 characters of [A-Za-z0-9_-], not starting with '-' (a CLI flag)
 	} else if !validRoomID(r.RoomID) {
 		return nil, errInvalid("room_id must be 1 to %d characters of A-Z a-z 0-9 _ -", MaxRoomIDLen)
 	}

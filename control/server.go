@@ -107,11 +107,11 @@ func New(cfg Config) (*Server, error) {
 	s.handler = s.buildMux(routes)
 	s.srv = &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    16 << 10,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	return s, nil
@@ -314,10 +314,14 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx
 // idempotent.
 func (s *Server) Close() error { return s.srv.Close() }
 
-// health answers 200 when the backbone is connected, 503 otherwise.
-func (s *Server) health(_ context.Context, _ *call) (int, any, error) {
+// health answers 200 when the backbone is connected and the store
+// writable (Config.Health), 503 otherwise.
+func (s *Server) health(ctx context.Context, _ *call) (int, any, error) {
 	if !s.bb.NATS().IsConnected() {
 		return 0, nil, errUnavailable("the NATS backbone is not connected", "")
+	}
+	if s.cfg.Health != nil && s.cfg.Health(ctx) != nil {
+		return 0, nil, errUnavailable("the store does not accept writes", "")
 	}
 	return http.StatusOK, map[string]string{"status": "ok"}, nil
 }

@@ -773,6 +773,10 @@ func (d *chaosDeployment) appRestart(t *testing.T, ctx context.Context, example 
 	}
 
 	until := witness.rec.last() + 2*chaosTickRate
+	// The app prints every 10 frames and leaves at the first frame >=
+	// until: stop it on a printed frame, whatever frame the witness was
+	// at when the first app was killed.
+	until += (10 - until%10) % 10
 	second := startExample(t, bin, append(common, "--until-frame", strconv.Itoa(int(until)))...) // no key, no ticket
 	select {
 	case <-second.done:

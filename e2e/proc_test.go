@@ -45,11 +45,14 @@ func run(m *testing.M) int {
 
 // ready is the --ready-file JSON.
 type ready struct {
-	API       string `json:"api"`
-	NodeWS    string `json:"node_ws"`
-	Admin     string `json:"admin"`
-	NATS      string `json:"nats"`
-	ServerKey string `json:"server_key"`
+	API       string   `json:"api"`
+	NodeWS    string   `json:"node_ws"`
+	Admin     string   `json:"admin"`
+	NATS      string   `json:"nats"`
+	ServerKey string   `json:"server_key"`
+	NodeID    string   `json:"node_id"`
+	TLS       []string `json:"tls"`
+	TLSSHA256 string   `json:"tls_fingerprint_sha256"`
 }
 
 // proc is a running switchboard process.
@@ -60,6 +63,8 @@ type proc struct {
 	done  chan struct{}
 	err   error // valid after done
 	ready ready
+	// readyFile is the --ready-file path.
+	readyFile string
 }
 
 type syncBuffer struct {
@@ -83,10 +88,18 @@ func (s *syncBuffer) String() string {
 // file. The process is killed at the end of the test if still running.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startWrapped(t, nil, args...)
+}
+
+// startWrapped is start with the binary run by wrapper (argv, the binary
+// and args appended), such as unshare.
+func startWrapped(t *testing.T, wrapper []string, args ...string) *proc {
+	t.Helper()
 	readyFile := filepath.Join(t.TempDir(), "ready.json")
 	args = append(args, "--ready-file", readyFile, "--log-level", "warn")
-	p := &proc{t: t, out: new(syncBuffer), done: make(chan struct{})}
-	p.cmd = exec.Command(binary, args...)
+	p := &proc{t: t, out: new(syncBuffer), done: make(chan struct{}), readyFile: readyFile}
+	argv := append(append(append([]string(nil), wrapper...), binary), args...)
+	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("start %v: %v", args, err)

@@ -15,10 +15,6 @@ type commands struct{ s *Server }
 
 var _ store.CommandHandler = commands{}
 
-// Commands returns the handler of the commands from control that Serve
-// subscribes (store.ServeCommands) when Config.Backbone is set.
-func (s *Server) Commands() store.CommandHandler { return commands{s} }
-
 // Reasons of command errors, as control spells them in details.reason.
 const (
 	reasonRoomNotOpen    = "room_not_open"

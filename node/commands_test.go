@@ -194,3 +194,63 @@ func TestShutdownRemovesRegistryEntry(t *testing.T) {
 		t.Errorf("command after shutdown: %v", err)
 	}
 }
+
+// TestReadmitAfterRelease: a login session whose seat the node released
+// and then admitted again (C1 again before, or after, the release reached
+// the record) ends up holding the seat in the record, as in the engine.
+func TestReadmitAfterRelease(t *testing.T) {
+	for _, pending := range []bool{true, false} {
+		name := "release written"
+		if pending {
+			name = "release pending"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnvProxied(t, true, true, func(c *node.Config) { c.UpdateTimeout = 200 * time.Millisecond })
+			ctx := context.Background()
+			getRoom := func() *store.Room {
+				r, err := e.db.GetRoom(ctx, "readmit")
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			rec := record("readmit", func(r *store.Room) { r.StartMode = store.StartManual })
+			a, _ := e.join(rec, 0)
+			b, _ := e.join(rec, 1)
+			waitFor(t, "seats online in the record", func() bool {
+				r := getRoom()
+				return r.Seat(0) != nil && r.Seat(0).Status == store.SeatOnline && r.Seat(1) != nil && r.Seat(1).Status == store.SeatOnline
+			})
+			if pending {
+				e.proxy.SetBlackout(true)
+			}
+			a.send(&roomwire.Leave{}) // released by the node
+			a.expectClosed()
+			if !pending {
+				waitFor(t, "seat 0 released in the record", func() bool { return getRoom().Seat(0) == nil })
+			}
+			// Control admits the session again (C1 again).
+			if _, err := e.srv.Commands().Admit(ctx, &store.AdmitRequest{Room: getRoom(), Seat: 0, Username: "user0", SessionID: session(0)}); err != nil {
+				t.Fatal(err)
+			}
+			b.nc.Close() // a later change, to know when the record caught up
+			e.proxy.SetBlackout(false)
+			waitFor(t, "seat 1 offline in the record", func() bool {
+				st := getRoom().Seat(1)
+				return st != nil && st.Status == store.SeatOffline
+			})
+			waitFor(t, "seat 0 held again in the record", func() bool {
+				st := getRoom().Seat(0)
+				return st != nil && st.SessionID == session(0) && st.Status == store.SeatJoined
+			})
+			// The player connects to the seat it holds.
+			c := e.dial()
+			c.hello(e.ticket("readmit", 0, nil))
+			expect[*roomwire.Welcome](c)
+			waitFor(t, "seat 0 online in the record", func() bool {
+				st := getRoom().Seat(0)
+				return st != nil && st.Status == store.SeatOnline
+			})
+		})
+	}
+}

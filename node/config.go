@@ -95,7 +95,8 @@ type Config struct {
 	// room state) and the registry heartbeats. Nil means neither.
 	DB *store.DB
 	// Backbone serves the commands from control. Nil means the node
-	// takes no commands (rooms are created through [Server.Admit] only).
+	// takes no commands, so it opens no rooms (the package's tests hand it
+	// commands directly).
 	Backbone *backbone.Conn
 
 	// Logger receives the node's logs. Nil means slog.Default().
@@ -144,7 +145,7 @@ type Config struct {
 
 	// Rooms tunes the room engine (retention, connect timeout, close
 	// linger, scheduler workers...). The node sets its Now, Logger,
-	// Tokens, Header, Observer, ObserveTick and MaxRooms itself.
+	// SealResume, Header, Observer, ObserveTick and MaxRooms itself.
 	Rooms rooms.Config
 }
 

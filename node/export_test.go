@@ -1,5 +1,17 @@
 package node
 
+import (
+	"github.com/switchboardgg/switchboard/rooms"
+	"github.com/switchboardgg/switchboard/store"
+)
+
+// Commands returns the handler of the commands from control that Serve
+// subscribes (store.ServeCommands) when Config.Backbone is set.
+func (s *Server) Commands() store.CommandHandler { return commands{s} }
+
+// Engine returns the node's room engine.
+func (s *Server) Engine() *rooms.Engine { return s.engine }
+
 // EffectiveConfig returns the configuration New settled on, defaults
 // filled in.
 func (s *Server) EffectiveConfig() Config { return s.cfg }

@@ -57,7 +57,8 @@ func (c *conn) handshake(p []byte) bool {
 			return c.reject(roomwire.CodeRoomNotFound, nil)
 		}
 		c.setExempt(true) // WELCOME and the catch-up, bounded by the retention
-		link, err = r.Resume(t, hs.Resume.LastFrame, c)
+		k := rooms.ResumeKey{RoomID: t.RoomID, Seat: t.Seat, SessionID: t.SessionID, Gen: t.Gen}
+		link, err = r.Resume(k, hs.Resume.LastFrame, c)
 		c.setExempt(false)
 		if err != nil {
 			return c.reject(rooms.Code(err), err)
@@ -71,6 +72,17 @@ func (c *conn) handshake(p []byte) bool {
 }
 
 var errTicketUsed = errors.New("node: connect ticket already used")
+
+// sealResume is the engine's Config.SealResume: the node signs a resume
+// token for k with the deployment's key, and verifies it in [conn.handshake].
+func (s *Server) sealResume(k rooms.ResumeKey) []byte {
+	t, err := s.cfg.Signer.SignResumeToken(tokens.ResumeToken{RoomID: k.RoomID, Seat: k.Seat, SessionID: k.SessionID, Gen: k.Gen})
+	if err != nil {
+		s.log.Error("signing a resume token failed; WELCOME carries none", "err", err)
+		return nil
+	}
+	return []byte(t)
+}
 
 // reject sends ERROR code and closes the connection.
 func (c *conn) reject(code uint8, why error) bool {

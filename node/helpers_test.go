@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/switchboardgg/switchboard/backbone"
+	"github.com/switchboardgg/switchboard/internal/faultproxy"
 	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/store"
@@ -42,80 +43,7 @@ type env struct {
 	served chan error
 	bb     *backbone.Conn
 	db     *store.DB
-	proxy  *proxy // newEnvProxied: between the node and NATS
-}
-
-// proxy forwards TCP connections to target until cut: then it closes
-// them, and closes new ones at once, until healed.
-type proxy struct {
-	t      *testing.T
-	ln     net.Listener
-	target string
-	wg     sync.WaitGroup
-
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{t: t, ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	p.wg.Go(p.serve)
-	t.Cleanup(func() {
-		ln.Close()
-		p.setCut(true)
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		u, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns[c], p.conns[u] = struct{}{}, struct{}{}
-		p.mu.Unlock()
-		pipe := func(dst, src net.Conn) {
-			_, _ = io.Copy(dst, src)
-			dst.Close()
-			src.Close()
-		}
-		p.wg.Go(func() { pipe(u, c) })
-		p.wg.Go(func() { pipe(c, u) })
-	}
-}
-
-// setCut cuts (closing every connection) or heals the proxy.
-func (p *proxy) setCut(cut bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = cut
-	if cut {
-		for c := range p.conns {
-			c.Close()
-		}
-		clear(p.conns)
-	}
+	proxy  *faultproxy.Proxy // newEnvProxied: between the node and NATS
 }
 
 func newEnv(t *testing.T, withNATS bool, tweak func(*node.Config)) *env {
@@ -124,7 +52,7 @@ func newEnv(t *testing.T, withNATS bool, tweak func(*node.Config)) *env {
 }
 
 // newEnvProxied is newEnv; with proxied, the node reaches NATS through
-// e.proxy, which the test can cut.
+// e.proxy, whose blackout (SetBlackout) cuts the node off.
 func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config)) *env {
 	t.Helper()
 	e := &env{t: t, reg: prometheus.NewRegistry(), served: make(chan error, 1)}
@@ -136,7 +64,7 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 		}
 		t.Cleanup(emb.Shutdown)
 		ctx := context.Background()
-		e.bb, err = backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), Logger: discard})
+		e.bb, err = backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), CredentialsFile: emb.CredentialsFile(), Logger: discard})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,9 +81,9 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 		}
 		cfg.DB, cfg.Backbone = e.db, e.bb
 		if proxied {
-			e.proxy = newProxy(t, strings.TrimPrefix(emb.ClientURL(), "nats://"))
+			addr := startProxy(t, e, strings.TrimPrefix(emb.ClientURL(), "nats://"))
 			bb, err := backbone.Connect(ctx, backbone.Config{
-				URL: "nats://" + e.proxy.addr(), Logger: discard,
+				URL: "nats://" + addr, CredentialsFile: emb.CredentialsFile(), Logger: discard,
 				ReconnectWait: 10 * time.Millisecond, MaxReconnectWait: 50 * time.Millisecond,
 			})
 			if err != nil {
@@ -202,6 +130,30 @@ func newEnvProxied(t *testing.T, withNATS, proxied bool, tweak func(*node.Config
 		})
 	}
 	return e
+}
+
+// startProxy serves e.proxy, a fault proxy to target, on 127.0.0.1:0
+// until the test ends, and returns its address.
+func startProxy(t *testing.T, e *env, target string) string {
+	t.Helper()
+	p, err := faultproxy.New(faultproxy.Config{Target: target, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = p.Close()
+		if err := <-served; !errors.Is(err, faultproxy.ErrServerClosed) {
+			t.Errorf("proxy Serve returned %v, want ErrServerClosed", err)
+		}
+	})
+	e.proxy = p
+	return ln.Addr().String()
 }
 
 // record is a room record as control creates it.

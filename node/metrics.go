@@ -96,6 +96,10 @@ func newMetrics(s *Server) *metrics {
 		rooms("waiting", func() float64 { return float64(s.engine.Stats().Waiting) }),
 		rooms("playing", func() float64 { return float64(s.engine.Stats().Playing) }),
 		rooms("ending", func() float64 { return float64(s.engine.Stats().Ending) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "switchboard_node_frame_reqs_refused_total",
+			Help: "FRAME_REQ messages ignored because they were over their seat's budget of frames.",
+		}, func() float64 { return float64(s.engine.Stats().FrameReqsRefused) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "switchboard_node_connections",
 			Help: "WebSocket connections open, handshaking ones included.",

@@ -63,7 +63,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("node: Config.Signer is required")
 	}
 	if cfg.ID == "" {
-		cfg.ID = "node-" + tokens.Random(6)
+		cfg.ID = "node-" + tokens.NewName(6)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -121,7 +121,7 @@ func New(cfg Config) (*Server, error) {
 	rc := cfg.Rooms
 	rc.Now = cfg.Now
 	rc.Logger = cfg.Logger
-	rc.Tokens = cfg.Signer
+	rc.SealResume = s.sealResume
 	rc.Header = wsHeader
 	rc.Observer = s.records
 	rc.MaxRooms = cfg.MaxRooms
@@ -144,9 +144,6 @@ func New(cfg Config) (*Server, error) {
 // ID returns the node id.
 func (s *Server) ID() string { return s.cfg.ID }
 
-// Engine returns the node's room engine.
-func (s *Server) Engine() *rooms.Engine { return s.engine }
-
 // wsHeader writes the header of an unmasked, final, binary WebSocket
 // frame of n bytes at the end of h (rooms.Config.Header).
 func wsHeader(h []byte, n int) int {
@@ -164,6 +161,16 @@ func wsHeader(h []byte, n int) int {
 		h[e-1-i] = byte(n >> (8 * i))
 	}
 	return 10
+}
+
+// Start starts what the first [Server.Serve] starts — the room scheduler,
+// the record worker, the registry heartbeat and the commands from control
+// — and returns its error, so that a caller knows the node is up before it
+// serves or reports it ready. Serve calls it; later calls return the first
+// call's result. Set [Config.WSURL] when calling Start before Serve.
+func (s *Server) Start() error {
+	s.startOnce.Do(s.start)
+	return s.startErr
 }
 
 // Serve accepts WebSocket connections on ln until Shutdown or Close, and
@@ -194,9 +201,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.servers = append(s.servers, hs)
 	s.mu.Unlock()
 
-	s.startOnce.Do(s.start)
-	if s.startErr != nil {
-		return s.startErr
+	if err := s.Start(); err != nil {
+		return err
 	}
 	err := hs.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {

@@ -3,8 +3,6 @@ package rooms
 import (
 	"log/slog"
 	"time"
-
-	"github.com/switchboardgg/switchboard/tokens"
 )
 
 // Defaults of [Config].
@@ -44,7 +42,7 @@ const (
 )
 
 // Config configures an [Engine]. The zero value works, except that rooms
-// hand out resume tokens only when Tokens is set.
+// hand out resume tokens only when SealResume is set.
 type Config struct {
 	// Now returns the current time. Nil means time.Now. Every rule of the
 	// rooms (ticks, timeouts, rate limits) reads time through it.
@@ -52,9 +50,14 @@ type Config struct {
 	// Logger receives rare events (room opened, closed). Nil means
 	// slog.Default().
 	Logger *slog.Logger
-	// Tokens signs the resume tokens of WELCOME. Nil means WELCOME carries
-	// an empty resume token and RESUME always fails.
-	Tokens *tokens.Signer
+	// SealResume returns the resume token of a WELCOME: an opaque blob
+	// standing for k, which the transport seals (signs or encrypts) and,
+	// when a client presents it in RESUME, verifies and turns back into
+	// the ResumeKey it passes to [Room.Resume]. The engine knows no token
+	// format. It runs with the room locked, so it must not block. Nil, or
+	// a result that is empty or longer than roomwire.MaxResumeTokenLen,
+	// means WELCOME carries an empty resume token.
+	SealResume func(k ResumeKey) []byte
 	// Header writes a transport frame header for a payload of n bytes at
 	// the end of headroom (len(headroom) == [Headroom]) and returns its
 	// length. It runs once per message, so every peer gets the same
@@ -84,8 +87,8 @@ type Config struct {
 	// FrameReqWindow. A request costs the frames it sends, plus the
 	// frames of the room's largest size that its SNAPSHOT would fill, at
 	// least 1 and at most the whole budget; one over what is left is
-	// ignored, and so is one without SNAPSHOT whose frames were sent on
-	// the same connection within the window (they are on their way).
+	// ignored and counted in Stats.FrameReqsRefused. A request for frames
+	// already sent is answered again: the client may have lost them.
 	// Zero means DefaultFrameReqWindow; at most MaxFrameReqWindow.
 	FrameReqWindow time.Duration
 	// RateLimitSeconds is how many consecutive seconds over the INPUT
@@ -108,6 +111,17 @@ type Config struct {
 	// runs how late it started (after its due time) and how long it took.
 	// It must not block or allocate.
 	ObserveTick func(lateness, duration time.Duration)
+}
+
+// ResumeKey is what a resume token stands for: a seat of a room, the login
+// session holding it, and the seat's connection generation when the token
+// was issued. The engine bumps the generation on every WELCOME, so a key
+// resumes once.
+type ResumeKey struct {
+	RoomID    string
+	Seat      int
+	SessionID string
+	Gen       uint64
 }
 
 // SyncMode is a room's sync mode: lockstep frames or message relay.

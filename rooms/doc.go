@@ -11,8 +11,10 @@
 // retained frames continue it; a seat left with a gap gets the first one
 // that does when it arrives.
 //
-// It knows nothing of sockets or NATS. A transport (package node) verifies
-// the handshake, then calls [Room.Join] or [Room.Resume] with a [Peer] that
+// It knows nothing of sockets, NATS or token formats. A transport (package
+// node) verifies the handshake — the connect ticket, or the resume token it
+// sealed through [Config.SealResume] — then calls [Room.Join] or
+// [Room.Resume] with plain values and a [Peer] that
 // queues bytes on its connection, and feeds what it reads to the returned
 // [Link]. The control plane's commands arrive as [Room.Admit],
 // [Room.Start], [Room.Close], [Room.Kick], [Room.Release] and

@@ -29,6 +29,8 @@ type Engine struct {
 	running    atomic.Bool
 	stateCount [StateClosed + 1]atomic.Int64
 
+	frameReqsRefused atomic.Uint64
+
 	mu    sync.Mutex
 	rooms map[string]*Room
 }
@@ -229,17 +231,21 @@ func (e *Engine) remove(r *Room) {
 	e.mu.Unlock()
 }
 
-// Stats counts the rooms by state.
+// Stats counts the rooms by state, and what the engine refused.
 type Stats struct {
 	Waiting, Playing, Ending int
+	// FrameReqsRefused counts the FRAME_REQs ignored since New because
+	// they were over their seat's budget (Config.FrameReqWindow).
+	FrameReqsRefused uint64
 }
 
-// Stats returns the number of rooms in each state.
+// Stats returns the number of rooms in each state and the counters.
 func (e *Engine) Stats() Stats {
 	return Stats{
-		Waiting: int(e.stateCount[StateWaiting].Load()),
-		Playing: int(e.stateCount[StatePlaying].Load()),
-		Ending:  int(e.stateCount[StateEnding].Load()),
+		Waiting:          int(e.stateCount[StateWaiting].Load()),
+		Playing:          int(e.stateCount[StatePlaying].Load()),
+		Ending:           int(e.stateCount[StateEnding].Load()),
+		FrameReqsRefused: e.frameReqsRefused.Load(),
 	}
 }
 

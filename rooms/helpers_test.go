@@ -2,7 +2,7 @@ package rooms_test
 
 import (
 	"bytes"
-	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -14,7 +14,6 @@ import (
 
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/rooms"
-	"github.com/switchboardgg/switchboard/tokens"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -150,32 +149,24 @@ func (o *recorder) has(kind rooms.EventKind, seat int, reason string) bool {
 }
 
 type harness struct {
-	t      *testing.T
-	clk    *clock
-	e      *rooms.Engine
-	obs    *recorder
-	signer *tokens.Signer
+	t   *testing.T
+	clk *clock
+	e   *rooms.Engine
+	obs *recorder
 }
 
 func newHarness(t *testing.T, mod func(*rooms.Config)) *harness {
 	t.Helper()
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	signer, err := tokens.NewSigner(key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := &harness{
-		t:      t,
-		clk:    &clock{t: time.Date(2026, 11, 10, 8, 0, 0, 0, time.UTC)},
-		obs:    &recorder{},
-		signer: signer,
+		t:   t,
+		clk: &clock{t: time.Date(2026, 11, 10, 8, 0, 0, 0, time.UTC)},
+		obs: &recorder{},
 	}
 	cfg := rooms.Config{
-		Logger:   slog.New(slog.DiscardHandler),
-		Tokens:   signer,
-		Header:   testHeader,
-		Observer: h.obs,
+		Logger:     slog.New(slog.DiscardHandler),
+		SealResume: sealResume,
+		Header:     testHeader,
+		Observer:   h.obs,
 	}
 	cfg.Now = h.clk.Now
 	if mod != nil {
@@ -229,14 +220,24 @@ func (h *harness) join(r *rooms.Room, seat int) (*rooms.Link, *peer, *roomwire.W
 	return l, p, w
 }
 
-// resumeToken verifies a WELCOME's resume token.
-func (h *harness) resumeToken(w *roomwire.Welcome) tokens.ResumeToken {
-	h.t.Helper()
-	rt, err := h.signer.VerifyResumeToken(string(w.ResumeToken))
+// sealResume is the tests' Config.SealResume: the key as JSON, which the
+// engine must pass on as opaque bytes.
+func sealResume(k rooms.ResumeKey) []byte {
+	b, err := json.Marshal(k)
 	if err != nil {
-		h.t.Fatalf("resume token: %v", err)
+		panic(err)
 	}
-	return rt
+	return b
+}
+
+// resumeToken returns the key of a WELCOME's resume token.
+func (h *harness) resumeToken(w *roomwire.Welcome) rooms.ResumeKey {
+	h.t.Helper()
+	var k rooms.ResumeKey
+	if err := json.Unmarshal(w.ResumeToken, &k); err != nil {
+		h.t.Fatalf("resume token %q: %v", w.ResumeToken, err)
+	}
+	return k
 }
 
 // tick advances the clock by one period of a 30 Hz room and ticks r.

@@ -116,10 +116,10 @@ func (r *Room) overLimitLocked(s *seat, now int64) bool {
 // replaced by the SNAPSHOT when there is one that the retained frames
 // continue. When there is none, the retained frames are sent, and the next
 // snapshot that bridges the gap is pushed to the connection with the
-// frames after it. A request over the seat's
-// budget (see Config.FrameReqWindow) is ignored, and so is one that needs
-// no SNAPSHOT and asks only for frames this connection was sent, for a
-// request or its resume, within the window.
+// frames after it. A request is answered even when its frames were sent
+// before (the client may have lost them); one over the seat's budget (see
+// Config.FrameReqWindow) is ignored and counted in
+// Stats.FrameReqsRefused.
 func (l *Link) FrameReq(from, to uint32) {
 	r := l.r
 	if r.frames == nil {
@@ -136,10 +136,13 @@ func (l *Link) FrameReq(from, to uint32) {
 	if c.gap || c.any() {
 		s.stuck = c.gap
 	}
-	if !c.any() || r.pendingLocked(s, c, now) || !r.chargeLocked(s, r.costLocked(c), now) {
+	if !c.any() {
 		return
 	}
-	s.answered(c, now)
+	if !r.chargeLocked(s, r.costLocked(c), now) {
+		r.e.frameReqsRefused.Add(1)
+		return
+	}
 	r.sendLocked(l, c)
 }
 

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/tokens"
 )
 
 type seatStatus uint8
@@ -41,10 +40,6 @@ type seat struct {
 	// units a nanosecond; zero is a full budget.
 	reqUsed int64
 	reqAt   int64
-	// The frames last sent on the current connection as a FRAME_REQ or
-	// resume answer, and when; ansTo is 0 when none.
-	ansFrom, ansTo uint32
-	ansAt          int64
 
 	// CUSTOM rate: messages and data bytes.
 	custMsgs, custBytes bucket
@@ -153,27 +148,28 @@ func (r *Room) Join(seat int, sessionID string, peer Peer) (*Link, error) {
 	return r.connectLocked(seat, peer, false, 0)
 }
 
-// Resume reconnects peer with a verified resume token (handshake RESUME),
+// Resume reconnects peer with the key of a verified resume token
+// (handshake RESUME; see Config.SealResume),
 // sends it WELCOME, then the frames after lastFrame, as [Link.FrameReq]
 // answers them (SNAPSHOT first when they are no longer retained and a
 // snapshot bridges the gap; when none does, the next one that does is
 // pushed). It returns
 // ErrRoomEnded once the room is closing and ErrResumeRejected when the
-// token is not the seat's current one (used, or the seat was released).
-func (r *Room) Resume(tok tokens.ResumeToken, lastFrame uint32, peer Peer) (*Link, error) {
+// key is not the seat's current one (used, or the seat was released).
+func (r *Room) Resume(k ResumeKey, lastFrame uint32, peer Peer) (*Link, error) {
 	r.mu.Lock()
 	defer r.unlock()
 	if r.state >= StateEnding {
 		return nil, ErrRoomEnded
 	}
-	if tok.RoomID != r.cfg.ID || tok.Seat < 0 || tok.Seat >= len(r.seats) {
+	if k.RoomID != r.cfg.ID || k.Seat < 0 || k.Seat >= len(r.seats) {
 		return nil, ErrResumeRejected
 	}
-	s := &r.seats[tok.Seat]
-	if (s.status != seatOnline && s.status != seatOffline) || s.sessionID != tok.SessionID || s.gen != tok.Gen {
+	s := &r.seats[k.Seat]
+	if (s.status != seatOnline && s.status != seatOffline) || s.sessionID != k.SessionID || s.gen != k.Gen {
 		return nil, ErrResumeRejected
 	}
-	return r.connectLocked(tok.Seat, peer, true, lastFrame)
+	return r.connectLocked(k.Seat, peer, true, lastFrame)
 }
 
 func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*Link, error) {
@@ -187,16 +183,14 @@ func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*
 	wasOnline := s.status == seatOnline
 	s.status = seatOnline
 	s.gen++
-	s.ansTo = 0
 	s.stuck = false
 	l := &Link{r: r, seat: i, peer: peer, conv: r.e.conv.Add(1), attached: true}
 	s.link = l
 
 	var tok []byte
-	if r.e.cfg.Tokens != nil {
-		t, err := r.e.cfg.Tokens.SignResumeToken(tokens.ResumeToken{RoomID: r.cfg.ID, Seat: i, SessionID: s.sessionID, Gen: s.gen})
-		if err == nil && len(t) <= roomwire.MaxResumeTokenLen {
-			tok = []byte(t)
+	if seal := r.e.cfg.SealResume; seal != nil {
+		if t := seal(ResumeKey{RoomID: r.cfg.ID, Seat: i, SessionID: s.sessionID, Gen: s.gen}); len(t) <= roomwire.MaxResumeTokenLen {
+			tok = t
 		}
 	}
 	w := &roomwire.Welcome{
@@ -233,7 +227,6 @@ func (r *Room) connectLocked(i int, peer Peer, resume bool, lastFrame uint32) (*
 		c := r.planLocked(lastFrame+1, r.frame)
 		s.stuck = c.gap
 		if c.any() {
-			s.answered(c, r.e.now().UnixNano())
 			r.sendLocked(l, c)
 		}
 	}
@@ -402,7 +395,6 @@ func (r *Room) pushSnapshotLocked(now int64) {
 			continue
 		}
 		s.stuck = false
-		s.answered(c, now)
 		r.sendLocked(s.link, c)
 	}
 }
@@ -438,21 +430,6 @@ func (r *Room) chargeLocked(s *seat, cost, now int64) bool {
 	}
 	s.reqUsed += cost * window
 	return true
-}
-
-// answered notes that c is being sent on the seat's connection at now.
-func (s *seat) answered(c catchUp, now int64) {
-	if c.from <= c.to {
-		s.ansFrom, s.ansTo, s.ansAt = c.from, c.to, now
-	}
-}
-
-// pendingLocked reports whether the frames of c, which has no SNAPSHOT,
-// were sent on the seat's connection less than Config.FrameReqWindow
-// before now: they are on their way.
-func (r *Room) pendingLocked(s *seat, c catchUp, now int64) bool {
-	return !c.snap && s.ansTo != 0 && c.from >= s.ansFrom && c.to <= s.ansTo &&
-		now-s.ansAt < int64(r.e.cfg.FrameReqWindow)
 }
 
 // sendLocked sends c to l: the SNAPSHOT, then the frames as FRAME_BATCH

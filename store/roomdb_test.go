@@ -41,7 +41,7 @@ func newEnv(t *testing.T) *env {
 func (e *env) conn() *backbone.Conn {
 	e.t.Helper()
 	c, err := backbone.Connect(context.Background(), backbone.Config{
-		URL: e.srv.ClientURL(), Logger: discard, RequestTimeout: 300 * time.Millisecond,
+		URL: e.srv.ClientURL(), CredentialsFile: e.srv.CredentialsFile(), Logger: discard, RequestTimeout: 300 * time.Millisecond,
 	})
 	if err != nil {
 		e.t.Fatalf("Connect: %v", err)

@@ -221,6 +221,19 @@ func Random(n int) string {
 	return b64.EncodeToString(b)
 }
 
+// NewName returns n random bytes (n ≥ 1) as unpadded base64url, like
+// [Random], but never starting with '-': a generated room id or node id is
+// passed as a command-line argument (`switchboard room get ID`), where a
+// leading '-' makes it a flag. A name starting with '-' is drawn again, so
+// the others stay equally likely.
+func NewName(n int) string {
+	for {
+		if s := Random(n); s[0] != '-' {
+			return s
+		}
+	}
+}
+
 // NewID returns a random 128-bit identifier, e.g. for a login session or a
 // connect ticket.
 func NewID() string { return Random(16) }

@@ -103,6 +103,22 @@ func TestAuthTokenExpiry(t *testing.T) {
 	}
 }
 
+// TestNewNameIsNoFlag: generated room ids are passed to the CLI, which
+// parsed the one in 64 that started with '-' as a flag.
+func TestNewNameIsNoFlag(t *testing.T) {
+	first := map[byte]bool{}
+	for range 20000 {
+		s := NewName(12)
+		if len(s) != 16 || strings.HasPrefix(s, "-") || strings.Trim(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != "" {
+			t.Fatalf("NewName(12) = %q, want 16 characters of [A-Za-z0-9_-], not starting with -", s)
+		}
+		first[s[0]] = true
+	}
+	if len(first) != 63 { // 20,000 draws miss one of 63 characters with p < 1e-130
+		t.Errorf("%d distinct first characters, want 63", len(first))
+	}
+}
+
 func TestRandomTokens(t *testing.T) {
 	a, b := NewJoinTicket(), NewJoinTicket()
 	if a == b || !strings.HasPrefix(a, PrefixJoinTicket) || len(a) != len(PrefixJoinTicket)+43 {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -29,7 +31,9 @@ running server, joins a bot to every seat (the same Go SDK games use), and once
 all have joined measures for --duration: players connected, frames/s delivered,
 input→frame latency, and — from the server's /metrics — tick lateness and server
 CPU. Start the server with --login-rate -1 so that one machine may log in
-thousands of bots. See docs/benchmarks.md.`,
+thousands of bots. It exits non-zero when a player failed to join or play,
+or frames arrived out of order, and prints the reasons, counted. See
+docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api, key, err := af.resolve()
@@ -43,8 +47,16 @@ thousands of bots. See docs/benchmarks.md.`,
 					cfg.MetricsURL = r.Admin + "/metrics"
 				}
 			}
-			_, err = bench.RunRooms(cmd.Context(), cfg)
-			return err
+			res, err := bench.RunRooms(cmd.Context(), cfg)
+			switch {
+			case err == nil:
+				return nil
+			case errors.Is(err, bench.ErrPlayersFailed) && res != nil:
+				return fmt.Errorf("bench rooms: %d of %d players failed, %d frames out of order (reasons above)", res.Failed, res.PlayersWanted, res.OrderErrors)
+			case errors.Is(err, bench.ErrPlayersFailed):
+				return errors.New("bench rooms: no player joined (reasons above)")
+			}
+			return fmt.Errorf("bench rooms: %s", describe(err))
 		},
 	}
 	af.register(cmd)

@@ -2,10 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,8 +12,6 @@ import (
 
 	"github.com/switchboardgg/switchboard/bench"
 	"github.com/switchboardgg/switchboard/client/rooms"
-	"github.com/switchboardgg/switchboard/protocol/roomwire"
-	"github.com/switchboardgg/switchboard/tokens"
 )
 
 func newBotsCmd() *cobra.Command {
@@ -25,7 +22,12 @@ func newBotsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bots --room ROOM -n N",
 		Short: "Join bots to a room: each sends an input every frame and checks frame order",
-		Args:  cobra.NoArgs,
+		Long: `bots joins -n bots to the room as players, each in a free seat: each says
+READY, sends an input every frame and checks that frames arrive in order,
+until --duration passes, the command is interrupted or the room is closed. It prints progress every second, and
+exits non-zero when a bot failed (the reasons are printed, counted) or frames
+arrived out of order.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if roomID == "" || n < 1 {
 				return errors.New("--room and -n ≥ 1 are required")
@@ -45,7 +47,7 @@ func newBotsCmd() *cobra.Command {
 			var lat bench.Histogram
 			var wg sync.WaitGroup
 			errs := make([]error, n)
-			run := tokens.Random(3)
+			run := bench.NewRunID()
 			for i := range n {
 				b := &bench.Bot{API: api, Backend: be, RoomID: roomID, Username: fmt.Sprintf("bot-%s-%d", run, i),
 					Seat: -1, Latency: &lat, Counters: &cnt}
@@ -67,13 +69,23 @@ func newBotsCmd() *cobra.Command {
 				}
 			}
 			<-done
-			for i, err := range errs {
+			var failed bench.Failures
+			for _, err := range errs {
 				if err != nil && !errors.Is(err, rooms.ErrRoomClosed) {
-					fmt.Fprintf(out, "bot %d: %v\n", i, err)
+					failed.Add(err)
 				}
 			}
+			var problems []string
+			if nf := failed.Total(); nf > 0 {
+				fmt.Fprintf(out, "%d of %d bots failed, by reason:\n", nf, n)
+				bench.WriteCounts(out, failed.Counts())
+				problems = append(problems, fmt.Sprintf("%d of %d bots failed", nf, n))
+			}
 			if e := cnt.OrderErrors.Load(); e > 0 {
-				return fmt.Errorf("%d frames arrived out of order", e)
+				problems = append(problems, fmt.Sprintf("%d frames arrived out of order", e))
+			}
+			if len(problems) > 0 {
+				return errors.New("bots: " + strings.Join(problems, "; "))
 			}
 			fmt.Fprintf(out, "done: %d frames in order, input→frame p50 %v p99 %v\n", cnt.Frames.Load(), lat.Quantile(0.5), lat.Quantile(0.99))
 			return nil
@@ -84,95 +96,4 @@ func newBotsCmd() *cobra.Command {
 	cmd.Flags().IntVarP(&n, "n", "n", 1, "number of bots")
 	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (default: until interrupted or the room ends)")
 	return cmd
-}
-
-func newRoomWatchCmd() *cobra.Command {
-	var af apiFlags
-	var every int
-	var username string
-	cmd := &cobra.Command{
-		Use:   "watch ROOM_ID",
-		Short: "Join a room and print its frames, members and state live",
-		Long: `watch takes a seat in the room (it is a player that sends no inputs),
-says READY, and prints every --every'th frame with its inputs, and every member
-and room-state event, until interrupted or the room ends.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			api, be, err := af.client()
-			if err != nil {
-				return err
-			}
-			if username == "" {
-				username = "watch-" + tokens.Random(3)
-			}
-			ctx, stop := signalContext(cmd.Context())
-			defer stop()
-			out := cmd.OutOrStdout()
-			b := &bench.Bot{API: api, Backend: be, RoomID: args[0], Username: username, Seat: -1}
-			err = watchRoom(ctx, b, out, every)
-			if errors.Is(err, rooms.ErrRoomClosed) {
-				return nil
-			}
-			return err
-		},
-	}
-	af.register(cmd)
-	cmd.Flags().IntVar(&every, "every", 1, "print every Nth frame")
-	cmd.Flags().StringVar(&username, "username", "", "the watcher's username (default: watch-<random>)")
-	return cmd
-}
-
-// watchRoom joins as b and prints until ctx ends or the room does.
-func watchRoom(ctx context.Context, b *bench.Bot, out io.Writer, every int) error {
-	if every < 1 {
-		every = 1
-	}
-	room, err := b.Join(ctx)
-	if err != nil {
-		return err
-	}
-	defer room.Close()
-	st := room.State()
-	fmt.Fprintf(out, "joined %s as seat %d (%d seats, %d Hz, state %d)\n", b.RoomID, st.Seat, st.MaxPlayers, st.TickRate, st.RoomState)
-	for _, m := range st.Members {
-		fmt.Fprintf(out, "member seat %d %s online=%v\n", m.Seat, m.Username, m.Online)
-	}
-	if err := room.Ready(); err != nil {
-		return err
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case f, ok := <-room.Frames():
-			if !ok || f.Number%uint32(every) != 0 {
-				continue
-			}
-			if f.Restore {
-				fmt.Fprintf(out, "frame %d restored from a snapshot (%d bytes)\n", f.Number, len(f.Snapshot))
-				continue
-			}
-			fmt.Fprintf(out, "frame %d", f.Number)
-			for _, in := range f.Inputs {
-				fmt.Fprintf(out, " [seat %d: %s]", in.Seat, hex.EncodeToString(in.Data))
-			}
-			fmt.Fprintln(out)
-		case ev := <-room.Events():
-			switch ev.Kind {
-			case rooms.EventMember:
-				kind := map[uint8]string{roomwire.MemberOnline: "online", roomwire.MemberOffline: "offline", roomwire.MemberLeft: "left"}[ev.MemberKind]
-				fmt.Fprintf(out, "member seat %d %s %s %s\n", ev.Seat, ev.Username, kind, ev.Reason)
-			case rooms.EventRoomState:
-				fmt.Fprintf(out, "room state %d start_frame %d %s %s\n", ev.State, ev.StartFrame, ev.Reason, ev.Result)
-			case rooms.EventCustom:
-				fmt.Fprintf(out, "custom from seat %d to %#04x: %s\n", ev.Seat, ev.To, hex.EncodeToString(ev.Data))
-			case rooms.EventClosed:
-				fmt.Fprintf(out, "closed: %v %s\n", ev.Err, ev.Result)
-			default:
-				fmt.Fprintf(out, "%s %v\n", ev.Kind, ev.Err)
-			}
-		case <-room.Done():
-			return room.Err()
-		}
-	}
 }

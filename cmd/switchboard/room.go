@@ -23,9 +23,10 @@ type apiFlags struct {
 
 func (f *apiFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.api, "api", "", "API base URL (default: from --ready-file, else $SWITCHBOARD_API, else http://"+defaultAPIAddr+")")
-	fl.StringVar(&f.serverKey, "server-key", "", "server API key (default: from --ready-file, else $SWITCHBOARD_SERVER_KEY)")
-	fl.StringVar(&f.readyFile, "ready-file", "", "read the API URL and server key from the ready file of `switchboard dev`")
+	// A word in backquotes is the value's name in the help (pflag).
+	fl.StringVar(&f.api, "api", "", "the API base `URL` (default: from --ready-file, else $SWITCHBOARD_API, else http://"+defaultAPIAddr+")")
+	fl.StringVar(&f.serverKey, "server-key", "", "the server API `KEY` (default: from --ready-file, else $SWITCHBOARD_SERVER_KEY)")
+	fl.StringVar(&f.readyFile, "ready-file", "", "read the API URL and server key from `FILE`, the ready file that switchboard dev --ready-file writes")
 }
 
 // resolve fills the API URL and key from the flags, the ready file and the

@@ -18,7 +18,9 @@ func newRootCmd() *cobra.Command {
 		Short:         "Self-hosted multiplayer networking backend for games",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       buildVersion(), // --version, as the version verb
 	}
+	root.SetVersionTemplate(versionLine())
 	root.AddCommand(newVersionCmd(), newDevCmd(), newServeCmd(), newRoomCmd(), newTicketCmd(), newBotsCmd(), newBenchCmd(), newNodeCmd())
 	return root
 }
@@ -39,9 +41,14 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the version of this binary",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "switchboard %s %s/%s %s\n",
-				buildVersion(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+			_, err := fmt.Fprint(cmd.OutOrStdout(), versionLine())
 			return err
 		},
 	}
+}
+
+// versionLine is what `switchboard version` and `switchboard --version`
+// print.
+func versionLine() string {
+	return fmt.Sprintf("switchboard %s %s/%s %s\n", buildVersion(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 }

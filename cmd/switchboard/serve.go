@@ -1,9 +1,12 @@
 package main
 
 import (
-	"os"
+	"errors"
 
 	"github.com/spf13/cobra"
+
+	"github.com/switchboardgg/switchboard/control"
+	"github.com/switchboardgg/switchboard/system"
 )
 
 func newServeCmd() *cobra.Command {
@@ -12,20 +15,23 @@ func newServeCmd() *cobra.Command {
 		Short: "Run one role (control or node) against a NATS cluster",
 		Long: `serve runs one role of a production deployment. Every process of a
 deployment points at the same NATS cluster (--nats-url, JetStream enabled);
-run as many control and node processes as you need, on as many machines.`,
+run as many control and node processes as you need, on as many machines.
+Each process owns its --data-dir (lock, node id, certificate).`,
 	}
-	cmd.AddCommand(newServeRoleCmd(roleControl), newServeRoleCmd(roleNode))
+	cmd.AddCommand(newServeRoleCmd(system.RoleControl), newServeRoleCmd(system.RoleNode))
 	return cmd
 }
 
-func newServeRoleCmd(r role) *cobra.Command {
-	var o systemOptions
+func newServeRoleCmd(r system.Role) *cobra.Command {
+	o := &systemOptions{}
 	cmd := &cobra.Command{
+		Use:  r.String(),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.roles = r
-			if o.serverKey == "" {
-				o.serverKey = os.Getenv("SWITCHBOARD_SERVER_KEY")
+			o.cfg.Roles = r
+			resolveKeys(o)
+			if r == system.RoleControl && o.cfg.API.ServerKey == "" {
+				return errors.New("a server key is required: --server-key or $SWITCHBOARD_SERVER_KEY")
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
@@ -33,26 +39,24 @@ func newServeRoleCmd(r role) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
-	f.StringVar(&o.adminAddr, "admin", "", "admin listen address (metrics, pprof); empty disables it")
-	f.StringVar(&o.readyFile, "ready-file", "", "write the bound addresses as JSON to this file once every listener is up")
-	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&o.cfg.NATS.URL, "nats-url", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
+	f.StringVar(&o.cfg.NATS.CredentialsFile, "nats-creds", "",
+		"NATS credentials `file`: an nkey seed (a dev data dir's nats-user.nk) or a .creds file (default: $SWITCHBOARD_NATS_CREDS)")
+	f.StringVar(&o.cfg.Admin.Addr, "admin", "", "admin listen address (metrics, pprof); empty disables it")
+	addDataDir(f, o, "./switchboard-"+r.String()+"-data")
+	addCommonFlags(f, o)
 	switch r {
-	case roleControl:
-		cmd.Use = "control"
+	case system.RoleControl:
 		cmd.Short = "Serve the HTTP APIs (client, server, health)"
-		f.StringVar(&o.apiAddr, "api", defaultAPIAddr, "HTTP API listen address")
-		f.StringVar(&o.serverKey, "server-key", "", "server API key (default: $SWITCHBOARD_SERVER_KEY; required)")
-		f.BoolVar(&o.allowAnonymous, "allow-anonymous", false, "accept client logins without an auth token (never in production)")
-		addControlTuning(f, &o)
-	case roleNode:
-		cmd.Use = "node"
+		f.StringVar(&o.cfg.API.Addr, "api", defaultAPIAddr, "HTTP API listen address")
+		f.StringVar(&o.cfg.API.ServerKey, "server-key", "", "server API key (default: $SWITCHBOARD_SERVER_KEY; required)")
+		f.BoolVar(&o.cfg.API.Control.AllowAnonymous, "allow-anonymous", false, "accept client logins without an auth token (never in production)")
+		addControlTuning(f, o, control.DefaultLoginRate, control.DefaultLoginBurst)
+	case system.RoleNode:
 		cmd.Short = "Serve a game node (WebSocket)"
-		f.StringVar(&o.nodeAddr, "node", defaultNodeAddr, "game node WebSocket listen address")
-		f.StringVar(&o.nodeID, "node-id", "", "this node's id, unique in the deployment (default: hostname plus a random suffix)")
-		f.StringVar(&o.nodePublicURL, "node-public-url", "", "WebSocket URL clients are told to dial (default: ws://<node address>/game/v1/ws)")
-		f.StringVar(&o.region, "region", "", "region this node serves (rooms created with a region go to its nodes)")
-		addNodeTuning(f, &o)
+		f.StringVar(&o.cfg.Node.Addr, "node", defaultNodeAddr, "game node WebSocket listen address")
+		f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region this node serves (rooms created with a region go to its nodes)")
+		addNodeTuning(f, o)
 	}
 	return cmd
 }

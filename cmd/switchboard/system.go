@@ -2,71 +2,33 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/pflag"
 
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control"
-	"github.com/switchboardgg/switchboard/node"
-	"github.com/switchboardgg/switchboard/rooms"
-	"github.com/switchboardgg/switchboard/store"
-	"github.com/switchboardgg/switchboard/tokens"
+	"github.com/switchboardgg/switchboard/system"
 )
 
-// role is a bit set of the roles one process runs.
-type role int
+// readyInfo is the JSON of --ready-file, as system writes it.
+type readyInfo = system.Ready
 
-const (
-	roleControl role = 1 << iota
-	roleNode
-)
-
-// systemOptions are the flags of `dev` and `serve`.
+// systemOptions are the flags of `dev` and `serve` that are not fields of
+// system.Config already.
 type systemOptions struct {
-	roles          role
-	embedNATS      bool
-	natsURL        string // when not embedded
-	natsAddr       string // embedded server's listen address
-	apiAddr        string
-	nodeAddr       string
-	adminAddr      string
-	dataDir        string
-	serverKey      string
-	printKey       bool
-	readyFile      string
-	allowAnonymous bool
-	nodeID         string
-	nodePublicURL  string
-	region         string
+	cfg            system.Config
 	logLevel       string
-	loginRate      float64       // control: C0 logins per second and client IP; negative: off
-	frameRetention time.Duration // node: frames kept for FRAME_REQ and resume
-}
-
-// readyInfo is the JSON of --ready-file.
-type readyInfo struct {
-	API       string `json:"api,omitempty"`
-	NodeWS    string `json:"node_ws,omitempty"`
-	Admin     string `json:"admin,omitempty"`
-	NATS      string `json:"nats,omitempty"`
-	ServerKey string `json:"server_key,omitempty"`
+	tls            bool // dev --tls
+	frameRetention time.Duration
 }
 
 // shutdownGrace bounds the drain on SIGINT/SIGTERM.
@@ -87,232 +49,122 @@ func newLogger(level string, w io.Writer) (*slog.Logger, error) {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
-// runSystem runs the roles in o until ctx ends, then drains them.
-func runSystem(ctx context.Context, out io.Writer, o systemOptions) error {
+// runSystem starts the roles of cfg through system.Start, reloads the TLS
+// certificate on SIGHUP, and drains when ctx ends or a role fails.
+func runSystem(ctx context.Context, out io.Writer, o *systemOptions) error {
 	log, err := newLogger(o.logLevel, os.Stderr)
 	if err != nil {
 		return err
 	}
-	var closers []func()
-	defer func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	}()
-
-	natsURL := o.natsURL
-	if o.embedNATS {
-		host, port, err := splitHostPort(o.natsAddr)
-		if err != nil {
-			return fmt.Errorf("--nats: %w", err)
-		}
-		emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{
-			DataDir: o.dataDir, Host: host, Port: port, Logger: log.With("component", "nats"),
-		})
-		if err != nil {
-			return err
-		}
-		closers = append(closers, emb.Shutdown)
-		natsURL = emb.ClientURL()
+	cfg := o.cfg
+	cfg.Logger = log
+	cfg.Version = buildVersion()
+	cfg.Node.Node.Rooms.Retention = o.frameRetention
+	cfg.TLS.SelfSigned = o.tls && cfg.TLS.CertFile == ""
+	if cfg.TLS.CertFile != "" && o.tls {
+		log.Info("--tls with --tls-cert: serving the given certificate")
 	}
-	bb, err := backbone.Connect(ctx, backbone.Config{URL: natsURL, Name: "switchboard", Logger: log.With("component", "backbone")})
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	sys, err := system.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	closers = append(closers, bb.Close)
-	db, err := store.Open(ctx, bb, store.Config{Logger: log})
-	if err != nil {
-		return err
-	}
-	key, err := db.SigningKey(ctx)
-	if err != nil {
-		return err
-	}
-	signer, err := tokens.NewSigner(key)
-	if err != nil {
-		return err
-	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ready := readyInfo{NATS: natsURL}
-	if o.printKey {
-		ready.ServerKey = o.serverKey
-	}
-
-	var wg sync.WaitGroup
-	errc := make(chan error, 4)
-	serve := func(name string, fn func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, node.ErrServerClosed) {
-				errc <- fmt.Errorf("%s: %w", name, err)
-			}
-		}()
-	}
-	var shutdowns []func(context.Context) error
-
-	if o.roles&roleControl != 0 {
-		if o.serverKey == "" {
-			return errors.New("a server key is required: --server-key or $SWITCHBOARD_SERVER_KEY")
-		}
-		ln, err := net.Listen("tcp", o.apiAddr)
-		if err != nil {
-			return fmt.Errorf("--api: %w", err)
-		}
-		ctl, err := control.New(control.Config{
-			DB: db, Backbone: bb, ServerKey: o.serverKey, Signer: signer,
-			AllowAnonymous: o.allowAnonymous, LoginRate: o.loginRate,
-			Logger: log.With("component", "control"), Registerer: reg,
-		})
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		hs := &http.Server{Handler: ctl.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-		serve("api", func() error { return hs.Serve(ln) })
-		shutdowns = append(shutdowns, hs.Shutdown)
-		ready.API = "http://" + ln.Addr().String()
-	}
-	if o.roles&roleNode != 0 {
-		ln, err := net.Listen("tcp", o.nodeAddr)
-		if err != nil {
-			return fmt.Errorf("--node: %w", err)
-		}
-		wsURL := o.nodePublicURL
-		if wsURL == "" {
-			wsURL = "ws://" + ln.Addr().String() + "/game/v1/ws"
-		}
-		nodeID := o.nodeID
-		if nodeID == "" {
-			nodeID = defaultNodeID()
-		}
-		n, err := node.New(node.Config{
-			ID: nodeID, WSURL: wsURL, Region: o.region, Version: buildVersion(),
-			Signer: signer, DB: db, Backbone: bb,
-			Logger: log.With("component", "node", "node_id", nodeID), Registerer: reg,
-			Rooms: rooms.Config{Retention: o.frameRetention},
-		})
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		serve("node", func() error { return n.Serve(ln) })
-		// The node drains first (ERROR 10 to its players), so it is
-		// shut down before the API.
-		shutdowns = append([]func(context.Context) error{n.Shutdown}, shutdowns...)
-		// The ready file has the bound address; C1 hands out wsURL.
-		ready.NodeWS = "ws://" + ln.Addr().String() + "/game/v1/ws"
-	}
-	if o.adminAddr != "" {
-		ln, err := net.Listen("tcp", o.adminAddr)
-		if err != nil {
-			return fmt.Errorf("--admin: %w", err)
-		}
-		hs := &http.Server{Handler: adminHandler(reg), ReadHeaderTimeout: 10 * time.Second}
-		serve("admin", func() error { return hs.Serve(ln) })
-		shutdowns = append(shutdowns, hs.Shutdown)
-		ready.Admin = "http://" + ln.Addr().String()
-	}
-
-	if o.readyFile != "" {
-		if err := writeJSONAtomic(o.readyFile, ready); err != nil {
-			return err
-		}
-	}
-	printBanner(out, o, ready)
-	log.Info("switchboard ready", "api", ready.API, "node_ws", ready.NodeWS, "admin", ready.Admin)
+	printBanner(out, cfg, sys.Ready())
 
 	var runErr error
-	select {
-	case <-ctx.Done():
-		log.Info("shutting down")
-	case runErr = <-errc:
-		log.Error("listener failed; shutting down", "err", runErr)
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down")
+			done = true
+		case <-sys.Done():
+			runErr = sys.Err()
+			log.Error("a role failed; shutting down", "err", runErr)
+			done = true
+		case <-hup:
+			if err := sys.ReloadTLS(); err != nil {
+				log.Error("SIGHUP: TLS certificate not reloaded; the old one stays in use", "err", err)
+			}
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	for _, sd := range shutdowns {
-		if err := sd(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			log.Warn("shutdown", "err", err)
-		}
+	if err := sys.Drain(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("shutdown", "err", err)
 	}
-	wg.Wait()
 	return runErr
 }
 
-func printBanner(w io.Writer, o systemOptions, r readyInfo) {
+func printBanner(w io.Writer, cfg system.Config, r system.Ready) {
 	fmt.Fprintln(w, "switchboard", buildVersion())
 	if r.API != "" {
 		fmt.Fprintln(w, "  api     ", r.API)
 	}
 	if r.NodeWS != "" {
-		fmt.Fprintln(w, "  node ws ", r.NodeWS)
+		fmt.Fprintln(w, "  node ws ", r.NodeWS, "(node id "+r.NodeID+")")
 	}
 	if r.Admin != "" {
 		fmt.Fprintln(w, "  admin   ", r.Admin+"/metrics")
 	}
 	fmt.Fprintln(w, "  nats    ", r.NATS)
-	if o.printKey {
-		fmt.Fprintln(w, "  server key (dev only; kept in "+filepath.Join(o.dataDir, "server-key")+"):", o.serverKey)
+	if cfg.NATS.URL == "" {
+		fmt.Fprintln(w, "  nats credentials (for serve --nats-creds):", filepath.Join(cfg.DataDir, backbone.CredentialsFileName))
+	}
+	if r.TLSFingerprint != "" {
+		fmt.Fprintln(w, "  tls sha256", r.TLSFingerprint)
+	}
+	if r.ServerKey != "" {
+		fmt.Fprintln(w, "  server key (dev only; kept in "+filepath.Join(cfg.DataDir, system.ServerKeyFile)+"):", r.ServerKey)
 	}
 }
 
-func adminHandler(reg *prometheus.Registry) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return mux
+// addDataDir registers --data-dir with def as its default.
+func addDataDir(f *pflag.FlagSet, o *systemOptions, def string) {
+	f.StringVar(&o.cfg.DataDir, "data-dir", def,
+		"directory this process owns (one process per directory): its lock, node id, generated keys and certificate, JetStream when embedded")
 }
 
-func writeJSONAtomic(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ready-*")
-	if err != nil {
-		return fmt.Errorf("ready file: %w", err)
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("ready file: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("ready file: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("ready file: %w", err)
-	}
-	return nil
+func addCommonFlags(f *pflag.FlagSet, o *systemOptions) {
+	f.StringVar(&o.cfg.ReadyFile, "ready-file", "", "write the bound addresses as JSON to this file once every role has started (removed on exit)")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	f.StringVar(&o.cfg.Admin.Key, "admin-key", "", "admin key for pprof on the admin listener (default: $SWITCHBOARD_ADMIN_KEY, else the server key)")
+	f.StringVar(&o.cfg.TLS.CertFile, "tls-cert", "", "PEM certificate (chain) for the API (https) and the node WebSocket (wss); reloaded on SIGHUP")
+	f.StringVar(&o.cfg.TLS.KeyFile, "tls-key", "", "PEM private key of --tls-cert")
 }
 
-func splitHostPort(addr string) (string, int, error) {
-	host, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "", 0, err
-	}
-	port, err := net.LookupPort("tcp", p)
-	if err != nil {
-		return "", 0, err
-	}
-	return host, port, nil
+// addControlTuning registers the control role's limits with the given
+// default login rate and burst.
+func addControlTuning(f *pflag.FlagSet, o *systemOptions, loginRate float64, loginBurst int) {
+	c := &o.cfg.API.Control
+	f.Float64Var(&c.LoginRate, "login-rate", loginRate,
+		"C0 logins and refreshes per second and client IP; negative turns the limit off")
+	f.IntVar(&c.LoginBurst, "login-burst", loginBurst, "C0 calls a client IP may make at once above --login-rate")
+	f.Float64Var(&c.JoinRate, "join-rate", control.DefaultJoinRate,
+		fmt.Sprintf("C1 joins per second and login session (burst %d); negative turns the limit off", control.DefaultJoinBurst))
 }
 
-func defaultNodeID() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		h = "node"
+func addNodeTuning(f *pflag.FlagSet, o *systemOptions) {
+	f.DurationVar(&o.frameRetention, "frame-retention", 0,
+		"how long the node keeps frames for FRAME_REQ and resume (0: 60s, the protocol's minimum for clients)")
+	f.StringVar(&o.cfg.Node.ID, "node-id", "",
+		"this node's id, unique in the deployment (default: kept in --data-dir, derived from the host name on first start)")
+	f.StringVar(&o.cfg.Node.PublicURL, "node-public-url", "",
+		"WebSocket URL clients are told to dial (default: ws:// or wss:// of the node address and /game/v1/ws)")
+}
+
+// resolveKeys fills the keys given by environment variables.
+func resolveKeys(o *systemOptions) {
+	if o.cfg.API.ServerKey == "" {
+		o.cfg.API.ServerKey = os.Getenv("SWITCHBOARD_SERVER_KEY")
 	}
-	h = strings.ToLower(h)
-	return h + "-" + tokens.Random(3)
+	if o.cfg.Admin.Key == "" {
+		o.cfg.Admin.Key = os.Getenv("SWITCHBOARD_ADMIN_KEY")
+	}
+	if o.cfg.NATS.CredentialsFile == "" && o.cfg.NATS.URL != "" {
+		o.cfg.NATS.CredentialsFile = os.Getenv("SWITCHBOARD_NATS_CREDS")
+	}
 }

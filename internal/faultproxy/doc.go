@@ -16,6 +16,9 @@
 //   - Sever: both sides of the connection are closed; each peer sees EOF
 //     (or a reset, if it had unread data). Random at Faults.SeverRate per
 //     connection per second, or at once with [Proxy.SeverAll].
+//   - Blackout: [Proxy.SetBlackout] severs every connection and closes
+//     new ones on accept until it is turned off, as when a peer's network
+//     is down; a client that reconnects in a loop gets nowhere until then.
 //   - Stall: one or both directions stop forwarding for a while without
 //     closing anything, a black hole that only a peer's silence detection
 //     notices. Random at Faults.StallRate with a duration in

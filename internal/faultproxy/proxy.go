@@ -30,6 +30,7 @@ type Stats struct {
 	Connections  int64 // client connections admitted
 	Active       int64 // admitted connections not yet closed
 	Rejected     int64 // client connections closed on accept: over Config.MaxConns
+	Refused      int64 // client connections closed on accept during a blackout
 	DialFailures int64 // admitted connections whose dial to Target failed
 	Severed      int64 // connections cut by a random fault or [Proxy.SeverAll]
 	Stalled      int64 // stalls started, random or by [Proxy.StallAll]
@@ -51,17 +52,18 @@ type Proxy struct {
 	faults  atomic.Pointer[Faults]
 	enabled atomic.Bool
 
-	connections, rejected, dialFailures atomic.Int64
-	severed, stalled, delayed, up, down atomic.Int64
+	connections, rejected, refused, dialFailures atomic.Int64
+	severed, stalled, delayed, up, down          atomic.Int64
 
 	wg sync.WaitGroup // Serve's scheduler and one per connection; Add under mu
 
-	mu      sync.Mutex // guards the fields below
-	closed  bool
-	started bool // the fault scheduler runs
-	nextID  uint64
-	lns     map[net.Listener]struct{}
-	conns   map[uint64]*conn
+	mu       sync.Mutex // guards the fields below
+	closed   bool
+	blackout bool // SetBlackout: new connections are closed on accept
+	started  bool // the fault scheduler runs
+	nextID   uint64
+	lns      map[net.Listener]struct{}
+	conns    map[uint64]*conn
 }
 
 // New returns a proxy for cfg with faults enabled. It starts no
@@ -137,8 +139,12 @@ func (p *Proxy) Serve(ln net.Listener) error {
 
 func (p *Proxy) admit(client net.Conn) {
 	p.mu.Lock()
-	if p.closed || len(p.conns) >= p.cfg.MaxConns {
-		if !p.closed {
+	if p.closed || p.blackout || len(p.conns) >= p.cfg.MaxConns {
+		switch {
+		case p.closed:
+		case p.blackout:
+			p.refused.Add(1)
+		default:
 			p.rejected.Add(1)
 		}
 		p.mu.Unlock()
@@ -207,6 +213,22 @@ func (p *Proxy) SeverAll() int {
 	return n
 }
 
+// SetBlackout starts or ends a blackout, a network outage that the peers
+// notice at once: starting one severs every live connection (as
+// [Proxy.SeverAll], and returns how many), and until it ends every new
+// connection is closed on accept, before the target is dialed, and counted
+// in Stats.Refused. Ending one returns 0. Faults need not be enabled.
+func (p *Proxy) SetBlackout(on bool) int {
+	p.mu.Lock()
+	p.blackout = on
+	p.mu.Unlock()
+	if !on {
+		return 0
+	}
+	// A connection admitted before the flag was set is in p.conns by now.
+	return p.SeverAll()
+}
+
 // StallAll stops forwarding in dir on every live connection for d (ending
 // any shorter stall later), counting one stall per connection, and returns
 // how many connections it stalled. Chunks already read wait in the queue;
@@ -255,7 +277,7 @@ func (p *Proxy) Stats() Stats {
 	active := int64(len(p.conns))
 	p.mu.Unlock()
 	return Stats{
-		Connections: p.connections.Load(), Active: active, Rejected: p.rejected.Load(),
+		Connections: p.connections.Load(), Active: active, Rejected: p.rejected.Load(), Refused: p.refused.Load(),
 		DialFailures: p.dialFailures.Load(), Severed: p.severed.Load(), Stalled: p.stalled.Load(),
 		Delayed: p.delayed.Load(), BytesUp: p.up.Load(), BytesDown: p.down.Load(),
 	}

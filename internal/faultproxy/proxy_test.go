@@ -198,6 +198,30 @@ func TestSeverAll(t *testing.T) {
 	roundTrip(t, dial(t, addr), []byte("again"))
 }
 
+// TestBlackout: a blackout severs every connection and refuses new ones
+// until it ends.
+func TestBlackout(t *testing.T) {
+	p, addr := startProxy(t, faultproxy.Config{Target: startEcho(t)})
+	c := dial(t, addr)
+	roundTrip(t, c, []byte("hello"))
+	if n := p.SetBlackout(true); n != 1 {
+		t.Fatalf("SetBlackout(true): got %d severed, want 1", n)
+	}
+	for _, c := range []*net.TCPConn{c, dial(t, addr), dial(t, addr)} {
+		n, err := c.Read(make([]byte, 1))
+		if err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("read during the blackout: got %d bytes, err %v, want EOF or reset", n, err)
+		}
+	}
+	if st := p.Stats(); st.Severed != 1 || st.Refused != 2 || st.Connections != 1 || st.Rejected != 0 {
+		t.Errorf("Stats: got %+v, want 1 connection severed and 2 refused", st)
+	}
+	if n := p.SetBlackout(false); n != 0 {
+		t.Errorf("SetBlackout(false): got %d, want 0", n)
+	}
+	roundTrip(t, dial(t, addr), []byte("again"))
+}
+
 func TestStall(t *testing.T) {
 	for _, dir := range []faultproxy.Direction{faultproxy.Up, faultproxy.Down, faultproxy.Both} {
 		t.Run(map[faultproxy.Direction]string{faultproxy.Up: "up", faultproxy.Down: "down", faultproxy.Both: "both"}[dir], func(t *testing.T) {

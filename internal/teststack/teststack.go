@@ -7,18 +7,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
+	"net/url"
 	"sync"
 	"time"
 
-	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
 	"github.com/switchboardgg/switchboard/control"
 	"github.com/switchboardgg/switchboard/node"
 	roomengine "github.com/switchboardgg/switchboard/rooms"
-	"github.com/switchboardgg/switchboard/store"
-	"github.com/switchboardgg/switchboard/tokens"
+	"github.com/switchboardgg/switchboard/system"
 )
 
 // Defaults for the zero fields of [Config].
@@ -53,7 +51,7 @@ type Config struct {
 	// node starts.
 	NodeListener net.Listener
 	// WSURL is the WebSocket URL the node advertises. Empty means
-	// ws://<node listener address>/game/v1/ws.
+	// ws://<node listener address> and node.Path.
 	WSURL string
 	// NodeWait bounds how long [Stack.CreateRoom] retries while the node
 	// has not registered. Zero means DefaultNodeWait.
@@ -76,15 +74,21 @@ type Stack struct {
 	HTTP *http.Client
 	// Backend is a game-backend client of control that uses HTTP.
 	Backend *backend.Client
+	// System is the running process, for what the fields above do not
+	// say (Ready, Drain).
+	System *system.System
 
 	nodeWait  time.Duration
-	closers   []func() // run last first by Close
+	tr        *http.Transport
 	closeOnce sync.Once
 }
 
-// Start starts a deployment whose embedded NATS keeps its data in dir.
-// On error, everything started so far is stopped again.
-func Start(ctx context.Context, dir string, cfg Config) (s *Stack, err error) {
+// Start starts a deployment through [system.Start] — every role, an
+// embedded NATS server keeping its data in dir (the data dir), every
+// listener on 127.0.0.1 with a free port — with control's login and join
+// limits off. On error, everything started so far is stopped again and
+// cfg.NodeListener closed.
+func Start(ctx context.Context, dir string, cfg Config) (*Stack, error) {
 	if cfg.ServerKey == "" {
 		cfg.ServerKey = DefaultServerKey
 	}
@@ -97,113 +101,46 @@ func Start(ctx context.Context, dir string, cfg Config) (s *Stack, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	log := cfg.Logger
-	ln := cfg.NodeListener
-	s = &Stack{ServerKey: cfg.ServerKey, nodeWait: cfg.NodeWait}
-	defer func() {
-		if err != nil {
-			if ln != nil {
-				ln.Close()
-			}
-			s.Close()
-			s = nil
-		}
-	}()
-
-	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: dir, Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("teststack: start nats: %w", err)
-	}
-	s.closers = append(s.closers, emb.Shutdown)
-	connect := func() (*backbone.Conn, error) {
-		c, err := backbone.Connect(ctx, backbone.Config{URL: emb.ClientURL(), Logger: log})
-		if err != nil {
-			return nil, fmt.Errorf("teststack: connect nats: %w", err)
-		}
-		s.closers = append(s.closers, c.Close)
-		return c, nil
-	}
-	bbCtl, err := connect()
-	if err != nil {
-		return nil, err
-	}
-	bbNode, err := connect()
-	if err != nil {
-		return nil, err
-	}
-	db, err := store.Open(ctx, bbCtl, store.Config{Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("teststack: open control store: %w", err)
-	}
-	nodeDB, err := store.Open(ctx, bbNode, store.Config{Logger: log})
-	if err != nil {
-		return nil, fmt.Errorf("teststack: open node store: %w", err)
-	}
-	key, err := db.SigningKey(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("teststack: signing key: %w", err)
-	}
-	signer, err := tokens.NewSigner(key)
-	if err != nil {
-		return nil, fmt.Errorf("teststack: signer: %w", err)
-	}
-
-	if ln == nil {
-		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return nil, fmt.Errorf("teststack: listen: %w", err)
-		}
-	}
-	s.NodeAddr = ln.Addr().String()
-	wsURL := cfg.WSURL
-	if wsURL == "" {
-		wsURL = "ws://" + s.NodeAddr + node.Path
-	}
-	n, err := node.New(node.Config{
-		ID: cfg.NodeID, WSURL: wsURL,
-		Signer: signer, DB: nodeDB, Backbone: bbNode, Logger: log,
-		Rooms: roomengine.Config{Retention: cfg.Retention},
+	sys, err := system.Start(ctx, system.Config{
+		Roles:   system.AllRoles,
+		DataDir: dir,
+		API: system.APIConfig{
+			Addr: "127.0.0.1:0", ServerKey: cfg.ServerKey,
+			Control: control.Config{LoginRate: -1, JoinRate: -1},
+		},
+		Node: system.NodeConfig{
+			Addr: "127.0.0.1:0", Listener: cfg.NodeListener, ID: cfg.NodeID, PublicURL: cfg.WSURL,
+			Node: node.Config{Rooms: roomengine.Config{Retention: cfg.Retention}},
+		},
+		NATS:   system.NATSConfig{Addr: "127.0.0.1:0"},
+		Logger: cfg.Logger,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("teststack: node: %w", err)
+		return nil, fmt.Errorf("teststack: %w", err)
 	}
-	served := make(chan struct{})
-	nodeLn := ln
-	ln = nil // Serve owns it now
-	go func() {
-		defer close(served)
-		_ = n.Serve(nodeLn)
-	}()
-	s.closers = append(s.closers, func() {
-		n.Close()
-		<-served
-	})
-
-	ctl, err := control.New(control.Config{
-		DB: db, Backbone: bbCtl, ServerKey: cfg.ServerKey, Signer: signer, Logger: log,
-		LoginRate: -1, JoinRate: -1,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("teststack: control: %w", err)
-	}
-	hs := httptest.NewServer(ctl.Handler())
-	s.closers = append(s.closers, hs.Close)
+	ready := sys.Ready()
 	tr := &http.Transport{}
-	s.closers = append(s.closers, tr.CloseIdleConnections)
-	s.HTTP = &http.Client{Transport: tr, Timeout: DefaultHTTPTimeout}
-	if s.Backend, err = backend.New(hs.URL, cfg.ServerKey, s.HTTP); err != nil {
+	s := &Stack{
+		API: ready.API, ServerKey: cfg.ServerKey, System: sys,
+		HTTP:     &http.Client{Transport: tr, Timeout: DefaultHTTPTimeout},
+		nodeWait: cfg.NodeWait, tr: tr,
+	}
+	if u, err := url.Parse(ready.NodeWS); err == nil {
+		s.NodeAddr = u.Host
+	}
+	if s.Backend, err = backend.New(s.API, cfg.ServerKey, s.HTTP); err != nil {
+		s.Close()
 		return nil, fmt.Errorf("teststack: backend client: %w", err)
 	}
-	s.API = hs.URL
 	return s, nil
 }
 
-// Close stops everything Start started, last first, and joins its
-// goroutines. It is idempotent.
+// Close stops everything Start started and joins its goroutines. It is
+// idempotent.
 func (s *Stack) Close() {
 	s.closeOnce.Do(func() {
-		for i := len(s.closers) - 1; i >= 0; i-- {
-			s.closers[i]()
-		}
+		_ = s.System.Close()
+		s.tr.CloseIdleConnections()
 	})
 }
 

@@ -1,0 +1,30 @@
+package bench_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestLinksNoServerPackage: bench is client code, like the SDKs it drives;
+// it must not link a server package (the foundation issue took package
+// tokens out of it).
+func TestLinksNoServerPackage(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Skipf("go list: %v", err)
+	}
+	const mod = "github.com/switchboardgg/switchboard/"
+	server := []string{"tokens", "store", "backbone", "control", "node", "rooms", "system", "internal/"}
+	for _, pkg := range strings.Fields(string(out)) {
+		rest, ok := strings.CutPrefix(pkg, mod)
+		if !ok {
+			continue
+		}
+		for _, s := range server {
+			if rest == s || strings.HasPrefix(rest, strings.TrimSuffix(s, "/")+"/") {
+				t.Errorf("bench links the server package %s", pkg)
+			}
+		}
+	}
+}
