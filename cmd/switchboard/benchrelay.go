@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/switchboardgg/switchboard/bench"
+	"github.com/switchboardgg/switchboard/bench/relaybench"
 	"github.com/switchboardgg/switchboard/relay"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -55,7 +55,7 @@ func (f *relaySecretFlags) keyring() (*tokens.RelayKeyring, error) {
 func newBenchRelayCmd() *cobra.Command {
 	var (
 		sf  relaySecretFlags
-		cfg bench.RelayConfig
+		cfg relaybench.Config
 	)
 	cmd := &cobra.Command{
 		Use:   "relay",
@@ -82,7 +82,7 @@ See docs/benchmarks.md.`,
 				cfg.Keys, cfg.NodeID, cfg.BootEpoch = keys, sf.nodeID, sf.bootEpoch
 			}
 			cfg.Out = cmd.OutOrStdout()
-			_, err := bench.RunRelay(cmd.Context(), cfg)
+			_, err := relaybench.Run(cmd.Context(), cfg)
 			return err
 		},
 	}
@@ -95,7 +95,7 @@ See docs/benchmarks.md.`,
 	f.IntVar(&cfg.Size, "size", 64, "payload bytes per RELAY")
 	f.IntVar(&cfg.Rate, "rate", 50_000, "datagrams per second, all pairs together")
 	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "measured window")
-	f.DurationVar(&cfg.Warmup, "warmup", bench.DefaultRelayWarmup, "traffic before the window")
+	f.DurationVar(&cfg.Warmup, "warmup", relaybench.DefaultWarmup, "traffic before the window")
 	f.IntVar(&cfg.ServerPID, "server-pid", 0, "the relay's (or forwarder's) process id, for its CPU time")
 	return cmd
 }

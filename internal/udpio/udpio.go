@@ -32,6 +32,12 @@ type Config struct {
 	// the socket's are left alone. The kernel caps them at
 	// net.core.rmem_max and wmem_max; Conn.Buffers reports what was got.
 	ReadBuffer, WriteBuffer int
+	// NoGSO turns UDP segmentation offload off: WriteBatch then passes
+	// every datagram through the IP stack on its own. By default (Linux
+	// ≥ 4.18) a run of datagrams of one size to one destination is sent
+	// as one segmented write, and a socket whose path refuses it falls
+	// back for good.
+	NoGSO bool
 }
 
 // Message is one datagram of a batch.
@@ -51,6 +57,7 @@ type Conn struct {
 	uc    *net.UDPConn
 	batch int
 	v6    bool // an AF_INET6 socket: IPv4 destinations are written v4-mapped
+	noGSO bool
 	sys   *sysConn
 }
 
@@ -75,7 +82,7 @@ func New(uc *net.UDPConn, cfg Config) (*Conn, error) {
 	if cfg.WriteBuffer > 0 {
 		_ = uc.SetWriteBuffer(cfg.WriteBuffer)
 	}
-	c := &Conn{uc: uc, batch: cfg.Batch}
+	c := &Conn{uc: uc, batch: cfg.Batch, noGSO: cfg.NoGSO}
 	la, ok := uc.LocalAddr().(*net.UDPAddr)
 	if !ok {
 		return nil, fmt.Errorf("udpio: socket has no UDP address: %w", ErrConfig)
@@ -95,6 +102,10 @@ func (c *Conn) Batch() int { return c.batch }
 // Buffers returns the socket's receive and send buffer sizes as the
 // kernel reports them (Linux doubles what it grants), or 0 where unknown.
 func (c *Conn) Buffers() (read, write int) { return c.sys.buffers() }
+
+// GSO reports whether WriteBatch uses UDP segmentation offload now.
+// Only the writing goroutine may call it.
+func (c *Conn) GSO() bool { return c.sys.gsoOn() }
 
 // ReadBatch blocks until at least one datagram arrives, then fills as many
 // of ms (at most Batch) as are ready and returns how many. It returns the

@@ -30,13 +30,17 @@ type sysConn struct {
 	rfn   func(fd uintptr) bool
 
 	// writer's, used by one WriteBatch at a time
-	wh    []unix.Mmsghdr
-	wiov  []unix.Iovec
-	wname []unix.RawSockaddrInet6
-	woff  int // first header of this sendmmsg
-	wn    int
-	werr  syscall.Errno
-	wfn   func(fd uintptr) bool
+	wh     []unix.Mmsghdr
+	wiov   []unix.Iovec
+	wname  []unix.RawSockaddrInet6
+	wctl   []byte // a UDP_SEGMENT control message per header
+	wfirst []int  // per header: its first message
+	wcount []int  // per header: its messages
+	gso    bool   // segmentation offload works on this socket, as far as known
+	woff   int    // first header of this sendmmsg
+	wn     int
+	werr   syscall.Errno
+	wfn    func(fd uintptr) bool
 }
 
 func newSysConn(c *Conn) (*sysConn, error) {
@@ -56,6 +60,14 @@ func newSysConn(c *Conn) (*sysConn, error) {
 		_, c.v6 = sa.(*unix.SockaddrInet6)
 	}); err != nil || serr != nil {
 		return nil, fmt.Errorf("udpio: socket address: %w", errors.Join(err, serr))
+	}
+	s.wctl = make([]byte, c.batch*gsoCmsgSpace)
+	s.wfirst, s.wcount = make([]int, c.batch), make([]int, c.batch)
+	if !c.noGSO {
+		// UDP_SEGMENT as a socket option tells whether the kernel knows it.
+		_ = rc.Control(func(fd uintptr) {
+			s.gso = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, 0) == nil
+		})
 	}
 	for i := range s.rh {
 		s.rh[i].Hdr.Iov = &s.riov[i]
@@ -111,36 +123,92 @@ func (s *sysConn) readBatch(ms []Message) (int, error) {
 	return n, nil
 }
 
+// UDP generic segmentation offload (Linux ≥ 4.18): consecutive datagrams
+// of one size to one destination leave as one sendmmsg entry whose iovecs
+// are the datagrams and whose UDP_SEGMENT control message gives the size;
+// the kernel cuts them apart again, once per run instead of once per
+// datagram through the IP stack. The receiver sees ordinary datagrams.
+const (
+	maxGSOSegments = 64     // UDP_MAX_SEGMENTS of older kernels
+	maxGSOBytes    = 65_000 // a run's bytes, under the 65,507 of one IPv4 UDP send
+)
+
+var gsoCmsgSpace = unix.CmsgSpace(2)
+
 func (s *sysConn) writeBatch(ms []Message) (int, error) {
-	for i := range ms {
-		s.wiov[i].Base = nil
-		if len(ms[i].Buf) > 0 {
-			s.wiov[i].Base = &ms[i].Buf[0]
+	nh := 0 // headers
+	for i := 0; i < len(ms); {
+		k := 1
+		seg := len(ms[i].Buf)
+		if s.gso && seg > 0 {
+			for i+k < len(ms) && k < maxGSOSegments && ms[i+k].Addr == ms[i].Addr &&
+				len(ms[i+k].Buf) == seg && (k+1)*seg <= maxGSOBytes {
+				k++
+			}
 		}
-		s.wiov[i].SetLen(len(ms[i].Buf))
-		s.wh[i].Hdr.Namelen = putSockaddr(&s.wname[i], s.c.dest(ms[i].Addr))
+		for j := i; j < i+k; j++ {
+			s.wiov[j].Base = nil
+			if len(ms[j].Buf) > 0 {
+				s.wiov[j].Base = &ms[j].Buf[0]
+			}
+			s.wiov[j].SetLen(len(ms[j].Buf))
+		}
+		h := &s.wh[nh].Hdr
+		h.Iov = &s.wiov[i]
+		h.SetIovlen(k)
+		h.Name = (*byte)(unsafe.Pointer(&s.wname[nh]))
+		h.Namelen = putSockaddr(&s.wname[nh], s.c.dest(ms[i].Addr))
+		if k > 1 {
+			ctl := s.wctl[nh*gsoCmsgSpace : (nh+1)*gsoCmsgSpace]
+			cm := (*unix.Cmsghdr)(unsafe.Pointer(&ctl[0]))
+			cm.Level, cm.Type = unix.SOL_UDP, unix.UDP_SEGMENT
+			cm.SetLen(unix.CmsgLen(2))
+			*(*uint16)(unsafe.Pointer(&ctl[unix.CmsgLen(0)])) = uint16(seg)
+			h.Control = &ctl[0]
+			h.SetControllen(gsoCmsgSpace)
+		} else {
+			h.Control = nil
+			h.SetControllen(0)
+		}
+		s.wfirst[nh], s.wcount[nh] = i, k
+		nh++
+		i += k
 	}
-	sent := 0
-	for sent < len(ms) {
-		s.woff, s.wn, s.werr = sent, len(ms)-sent, 0
+	defer func() {
+		for i := range ms {
+			s.wiov[i].Base = nil // let the buffers go
+		}
+	}()
+	sentH, sent := 0, 0
+	for sentH < nh {
+		s.woff, s.wn, s.werr = sentH, nh-sentH, 0
 		if err := s.rc.Write(s.wfn); err != nil {
 			return sent, err
 		}
-		switch {
-		case s.werr == 0:
-			sent += s.wn
-		case s.werr == unix.ECONNREFUSED || s.werr == unix.EHOSTUNREACH || s.werr == unix.ENETUNREACH ||
-			s.werr == unix.EPERM || s.werr == unix.EINVAL || s.werr == unix.EDESTADDRREQ || s.werr == unix.EMSGSIZE || s.werr == unix.EAFNOSUPPORT:
-			sent++ // this datagram cannot go; skip it
+		switch e := s.werr; {
+		case e == 0:
+			for h := sentH; h < sentH+s.wn; h++ {
+				sent += s.wcount[h]
+			}
+			sentH += s.wn
+		case s.wcount[sentH] > 1 && (e == unix.EIO || e == unix.EINVAL || e == unix.EOPNOTSUPP || e == unix.ENOPROTOOPT || e == unix.EMSGSIZE):
+			// The path refuses segmentation offload: send the rest
+			// datagram by datagram, from now on.
+			s.gso = false
+			n, err := s.writeBatch(ms[s.wfirst[sentH]:])
+			return sent + n, err
+		case e == unix.ECONNREFUSED || e == unix.EHOSTUNREACH || e == unix.ENETUNREACH ||
+			e == unix.EPERM || e == unix.EINVAL || e == unix.EDESTADDRREQ || e == unix.EMSGSIZE || e == unix.EAFNOSUPPORT:
+			sent += s.wcount[sentH] // these datagrams cannot go; skip them
+			sentH++
 		default:
-			return sent, fmt.Errorf("udpio: sendmmsg: %w", s.werr)
+			return sent, fmt.Errorf("udpio: sendmmsg: %w", e)
 		}
-	}
-	for i := range ms {
-		s.wiov[i].Base = nil
 	}
 	return sent, nil
 }
+
+func (s *sysConn) gsoOn() bool { return s.gso }
 
 func parseSockaddr(sa *unix.RawSockaddrInet6) netip.AddrPort {
 	switch sa.Family {

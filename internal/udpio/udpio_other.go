@@ -31,3 +31,5 @@ func (s *sysConn) writeBatch(ms []Message) (int, error) {
 }
 
 func (s *sysConn) buffers() (read, write int) { return 0, 0 }
+
+func (s *sysConn) gsoOn() bool { return false }

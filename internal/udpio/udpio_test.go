@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 
@@ -179,5 +180,60 @@ func TestConfig(t *testing.T) {
 	}
 	if c := newConn(t, uc, udpio.Config{}); c.Batch() != udpio.DefaultBatch {
 		t.Fatalf("batch %d", c.Batch())
+	}
+}
+
+// TestSegmentationOffload: runs of equal datagrams to one destination (sent
+// segmented where the kernel can) arrive as the datagrams they were, in
+// order, interleaved with other sizes and destinations; with and without
+// offload.
+func TestSegmentationOffload(t *testing.T) {
+	for _, noGSO := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NoGSO=%v", noGSO), func(t *testing.T) {
+			a, b, c := listen(t, "udp4", "127.0.0.1:0"), listen(t, "udp4", "127.0.0.1:0"), listen(t, "udp4", "127.0.0.1:0")
+			ca := newConn(t, a, udpio.Config{Batch: 128, NoGSO: noGSO})
+			toB, toC := b.LocalAddr().(*net.UDPAddr).AddrPort(), c.LocalAddr().(*net.UDPAddr).AddrPort()
+			var out []udpio.Message
+			wantB, wantC := []string{}, []string{}
+			add := func(to netip.AddrPort, size int, want *[]string) {
+				p := make([]byte, size)
+				copy(p, fmt.Sprintf("%d:%d", len(out), size))
+				out = append(out, udpio.Message{Buf: p, Addr: to})
+				*want = append(*want, string(p))
+			}
+			for range 70 { // over maxGSOSegments
+				add(toB, 1200, &wantB)
+			}
+			add(toB, 100, &wantB)
+			for range 5 {
+				add(toC, 500, &wantC)
+				add(toB, 500, &wantB)
+			}
+			for range 60 { // 60 × 1,200 bytes: over one run's bytes
+				add(toC, 1200, &wantC)
+			}
+			if n, err := ca.WriteBatch(out); err != nil || n != len(out) {
+				t.Fatalf("wrote %d of %d, %v", n, len(out), err)
+			}
+			if runtime.GOOS == "linux" && !noGSO && !ca.GSO() {
+				t.Log("the kernel refused segmentation offload; tested the fallback")
+			}
+			for _, rc := range []struct {
+				c    *net.UDPConn
+				want []string
+			}{{b, wantB}, {c, wantC}} {
+				_ = rc.c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				buf := make([]byte, 65536)
+				for i, w := range rc.want {
+					n, err := rc.c.Read(buf)
+					if err != nil {
+						t.Fatalf("datagram %d: %v", i, err)
+					}
+					if string(buf[:n]) != w {
+						t.Fatalf("datagram %d: got %d bytes %q…, want %d bytes %q…", i, n, buf[:8], len(w), w[:8])
+					}
+				}
+			}
+		})
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package relaybench
 
 import (
 	"bytes"
@@ -13,9 +13,9 @@ import (
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
-// TestRunRelay drives a real relay node on 127.0.0.1 at a low rate and
+// TestRun drives a real relay node on 127.0.0.1 at a low rate and
 // checks that the report adds up.
-func TestRunRelay(t *testing.T) {
+func TestRun(t *testing.T) {
 	keys, err := tokens.NewRelayKeyring(tokens.RelayKey{ID: 1, Secret: bytes.Repeat([]byte{7}, 32)})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func TestRunRelay(t *testing.T) {
 		<-done
 	}()
 	var out strings.Builder
-	res, err := RunRelay(context.Background(), RelayConfig{
+	res, err := Run(context.Background(), Config{
 		Target: pc.LocalAddr().String(), Keys: keys, NodeID: "n", BootEpoch: 3,
 		Pairs: 2, Size: 100, Rate: 500, Warmup: 100 * time.Millisecond, Duration: 500 * time.Millisecond,
 		Out: &out,
@@ -51,7 +51,7 @@ func TestRunRelay(t *testing.T) {
 	}
 
 	// A relay of another boot epoch refuses the bench's allocations.
-	_, err = RunRelay(context.Background(), RelayConfig{
+	_, err = Run(context.Background(), Config{
 		Target: pc.LocalAddr().String(), Keys: keys, NodeID: "n", BootEpoch: 4,
 		Pairs: 1, Size: 100, Rate: 10, Duration: time.Millisecond,
 	})
@@ -87,7 +87,7 @@ func TestRunForwarder(t *testing.T) {
 		}
 	}()
 	defer func() { fwd.Close(); <-done }()
-	res, err := RunRelay(context.Background(), RelayConfig{
+	res, err := Run(context.Background(), Config{
 		Forwarder: fwd.LocalAddr().String(), ForwarderTo: to,
 		Pairs: 2, Size: 64, Rate: 500, Warmup: 100 * time.Millisecond, Duration: 500 * time.Millisecond,
 	})

@@ -1,4 +1,4 @@
-package bench
+package relaybench
 
 import (
 	"context"
@@ -21,20 +21,20 @@ import (
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
-// Limits of RelayConfig.
+// Limits of [Config].
 const (
-	// RelayMinSize is the smallest payload: pair (4), sequence (8), send
+	// MinSize is the smallest payload: pair (4), sequence (8), send
 	// time (8).
-	RelayMinSize = 20
-	// RelayMaxSize is the largest payload that fits UTP's largest datagram.
-	RelayMaxSize = 1472 - relaywire.RelayHeaderSize
-	// DefaultRelayWarmup is sent before the measured window.
-	DefaultRelayWarmup = 2 * time.Second
+	MinSize = 20
+	// MaxSize is the largest payload that fits UTP's largest datagram.
+	MaxSize = 1472 - relaywire.RelayHeaderSize
+	// DefaultWarmup is sent before the measured window.
+	DefaultWarmup = 2 * time.Second
 )
 
-// RelayConfig configures RunRelay. Exactly one of Target and Forwarder is
+// Config configures Run. Exactly one of Target and Forwarder is
 // set.
-type RelayConfig struct {
+type Config struct {
 	// Target is a relay node's UDP address. Every pair gets a host and a
 	// joiner allocation, sealed here from Keys for NodeID and BootEpoch
 	// (which must be the target's), binds, connects, and the joiner sends
@@ -50,10 +50,10 @@ type RelayConfig struct {
 	Forwarder, ForwarderTo string
 
 	Pairs    int           // sender/receiver pairs; required
-	Size     int           // payload bytes per RELAY, RelayMinSize–RelayMaxSize; required
+	Size     int           // payload bytes per RELAY, MinSize–MaxSize; required
 	Rate     int           // datagrams per second offered, all pairs together; required
 	Duration time.Duration // measured window; required
-	// Warmup is sent before the window. Zero: DefaultRelayWarmup.
+	// Warmup is sent before the window. Zero: DefaultWarmup.
 	Warmup time.Duration
 	// ServerPID is the relay's (or forwarder's) process id, for its CPU
 	// time (Linux /proc); 0 skips it.
@@ -63,8 +63,8 @@ type RelayConfig struct {
 	Out io.Writer
 }
 
-// RelayResult is the outcome of RunRelay's measured window.
-type RelayResult struct {
+// Result is the outcome of Run's measured window.
+type Result struct {
 	Offered, Forwarded uint64
 	Loss               float64       // 1 - forwarded/offered
 	P50, P99, P999     time.Duration // send → receive through the relay, on loopback
@@ -138,24 +138,24 @@ func openBenchSockets(to netip.AddrPort, rxAddr string) (*benchSockets, error) {
 	return b, nil
 }
 
-// RunRelay offers Rate datagrams per second through a relay (or the bare
+// Run offers Rate datagrams per second through a relay (or the bare
 // forwarder) for Warmup + Duration and reports what came through.
-func RunRelay(ctx context.Context, cfg RelayConfig) (RelayResult, error) {
-	var res RelayResult
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	var res Result
 	switch {
 	case (cfg.Target == "") == (cfg.Forwarder == ""):
 		return res, errors.New("bench: give a relay target or a forwarder")
 	case cfg.Pairs < 1 || cfg.Pairs > 10_000:
 		return res, fmt.Errorf("bench: pairs %d out of [1, 10000]", cfg.Pairs)
-	case cfg.Size < RelayMinSize || cfg.Size > RelayMaxSize:
-		return res, fmt.Errorf("bench: size %d out of [%d, %d]", cfg.Size, RelayMinSize, RelayMaxSize)
+	case cfg.Size < MinSize || cfg.Size > MaxSize:
+		return res, fmt.Errorf("bench: size %d out of [%d, %d]", cfg.Size, MinSize, MaxSize)
 	case cfg.Rate < 1 || cfg.Duration <= 0:
 		return res, errors.New("bench: rate and duration must be positive")
 	case cfg.Target != "" && cfg.Keys == nil:
 		return res, errors.New("bench: a relay target needs the relay secret")
 	}
 	if cfg.Warmup == 0 {
-		cfg.Warmup = DefaultRelayWarmup
+		cfg.Warmup = DefaultWarmup
 	}
 	out := cfg.Out
 	if out == nil {
@@ -205,7 +205,7 @@ func RunRelay(ctx context.Context, cfg RelayConfig) (RelayResult, error) {
 			}
 			now := int64(time.Since(base))
 			for _, m := range ms[:n] {
-				if m.N < relaywire.RelayHeaderSize+RelayMinSize {
+				if m.N < relaywire.RelayHeaderSize+MinSize {
 					continue
 				}
 				sent := int64(binary.LittleEndian.Uint64(m.Buf[relaywire.RelayHeaderSize+12:]))
@@ -264,7 +264,7 @@ func targetName(a, b string) string {
 
 // sendLoop paces the datagrams: every few hundred microseconds it sends
 // what is due, round robin over the pairs, in batches of 64.
-func sendLoop(ctx context.Context, cfg *RelayConfig, socks *benchSockets, tmpls [][]byte, base time.Time, end time.Duration,
+func sendLoop(ctx context.Context, cfg *Config, socks *benchSockets, tmpls [][]byte, base time.Time, end time.Duration,
 	offered *atomic.Uint64, window *atomic.Int64, atWindow func(), out io.Writer, forwarded *atomic.Uint64, hist *fineHist) {
 	const batchSize = 64
 	bufs := make([][]byte, batchSize)
@@ -330,7 +330,7 @@ func sendLoop(ctx context.Context, cfg *RelayConfig, socks *benchSockets, tmpls 
 	}
 }
 
-func setupForwarderPairs(cfg *RelayConfig) (*benchSockets, [][]byte, error) {
+func setupForwarderPairs(cfg *Config) (*benchSockets, [][]byte, error) {
 	fwd, err := netip.ParseAddrPort(cfg.Forwarder)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: forwarder address: %w", err)
@@ -351,7 +351,7 @@ func setupForwarderPairs(cfg *RelayConfig) (*benchSockets, [][]byte, error) {
 // allocation per pair, as a Unity game does after the REST calls. Every
 // host binds from the bench's receiving socket and every joiner from its
 // sending socket (a relay serves many allocations bound at one address).
-func setupRelayPairs(ctx context.Context, cfg *RelayConfig) (*benchSockets, [][]byte, error) {
+func setupRelayPairs(ctx context.Context, cfg *Config) (*benchSockets, [][]byte, error) {
 	target, err := netip.ParseAddrPort(cfg.Target)
 	if err != nil {
 		return nil, nil, fmt.Errorf("bench: relay address: %w", err)
