@@ -2,7 +2,11 @@
 // sendmmsg on Linux (one system call for up to a batch of datagrams), one
 // datagram per call elsewhere. It sizes the socket's buffers and allocates
 // nothing per datagram or per batch once a [Conn] is made, so it serves the
-// hot paths of the relay, node/udp and the P2P hub.
+// hot paths of the relay, node/udp and the P2P hub. On Linux, WriteBatch
+// sends a run of datagrams of one size to one destination as one write
+// with UDP segmentation offload (UDP_SEGMENT), which the kernel cuts apart
+// again: receivers see the same datagrams, and the sender pays the IP
+// stack once per run. A socket whose path refuses it falls back for good.
 //
 // A Conn wraps a *net.UDPConn that the caller opened and closes; the Conn
 // starts no goroutines. ReadBatch blocks through Go's network poller (so
