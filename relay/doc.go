@@ -14,8 +14,12 @@
 //
 // # Goroutines and ownership
 //
-// New starts nothing. ServePacket(pc) reads pc in the calling goroutine and
-// handles each datagram inline; Serve(ln) accepts WebSocket connections in
+// New starts nothing. ServePacket(pc) reads pc in the calling goroutine, a
+// batch of datagrams per system call (internal/udpio), handles each inline,
+// and sends what the batch produced for that socket in one batched write
+// (answers, echoes and forwards to clients on other sockets or WebSocket
+// connections leave at once). To use more cores, open several sockets on
+// one port with SO_REUSEPORT and call ServePacket on each; Serve(ln) accepts WebSocket connections in
 // the calling goroutine and runs two goroutines per connection (a reader
 // that handles messages, a writer fed by a bounded queue). The first Serve
 // or ServePacket starts one sweeper goroutine (timeouts). Close closes
