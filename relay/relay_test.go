@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -685,5 +686,42 @@ func TestGarbageFlood(t *testing.T) {
 	expectSilence(t, flood)
 	if f.drops("malformed") == 0 || f.drops("bad_hmac")+f.drops("source_rate") == 0 {
 		t.Fatalf("drops: malformed %v, bad_hmac %v, source_rate %v", f.drops("malformed"), f.drops("bad_hmac"), f.drops("source_rate"))
+	}
+}
+
+// TestIPv6AndDualStack: the same session over an IPv6 socket, and over a
+// dual-stack socket with one client on IPv4 and one on IPv6.
+func TestIPv6AndDualStack(t *testing.T) {
+	for _, tc := range []struct{ name, network, listen, host, joiner string }{
+		{"ipv6", "udp6", "[::1]:0", "::1", "::1"},
+		{"dual stack", "udp", ":0", "127.0.0.1", "::1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			pc, err := net.ListenPacket(tc.network, tc.listen)
+			if err != nil {
+				t.Skipf("no %s: %v", tc.network, err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- f.s.ServePacket(pc) }()
+			t.Cleanup(func() {
+				f.s.Close()
+				<-done
+			})
+			port := pc.LocalAddr().(*net.UDPAddr).Port
+			addr := func(host string) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+			h := f.host(4)
+			j := f.joiner(h)
+			hc, jc := dialUDP(t, addr(tc.host)), dialUDP(t, addr(tc.joiner))
+			bound(t, hc, h, 0)
+			bound(t, jc, j, 0)
+			connected(t, jc, j, h)
+			m := mRelay(j.id, h.id, []byte("over "+tc.name))
+			jc.send(m)
+			expectNext(t, hc, m)
+			m = mRelay(h.id, j.id, []byte("and back"))
+			hc.send(m)
+			expectNext(t, jc, m)
+		})
 	}
 }
