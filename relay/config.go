@@ -59,7 +59,7 @@ const (
 	// DefaultWSWriteTimeout bounds one write to a WebSocket connection.
 	DefaultWSWriteTimeout = 10 * time.Second
 	// DefaultWSSendQueue is the messages queued for one WebSocket
-	// connection; more are dropped ("queue_full"), as UDP would.
+	// connection; more are dropped ("send_failed"), as UDP would.
 	DefaultWSSendQueue = 256
 	// DefaultMaxWSConns bounds the WebSocket connections of one node,
 	// handshaking ones included; more are closed at once.

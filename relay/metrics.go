@@ -27,7 +27,6 @@ const (
 	dropBandwidth                      // over the sender allocation's byte rate
 	dropSourceRate                     // over the source address's message rate
 	dropCapacity                       // MaxAllocations or MaxReleased reached
-	dropQueueFull                      // a WebSocket connection's send queue full
 	dropSendFailed                     // the socket write failed
 	dropNoRoute                        // the recipient has no live carrier
 	numDropReasons
@@ -37,7 +36,7 @@ var dropNames = [numDropReasons]string{
 	"malformed", "unknown_type", "too_large", "bad_connection_data", "bad_hmac",
 	"wrong_node", "expired", "released", "unknown_allocation", "address_mismatch",
 	"not_connected", "unauthorized", "rejected", "bandwidth", "source_rate",
-	"capacity", "queue_full", "send_failed", "no_route",
+	"capacity", "send_failed", "no_route",
 }
 
 type metrics struct {
