@@ -27,7 +27,7 @@ const (
 	dropBandwidth                      // over the sender allocation's byte rate
 	dropSourceRate                     // over the source address's message rate
 	dropCapacity                       // MaxAllocations or MaxReleased reached
-	dropSendFailed                     // the socket write failed
+	dropSendFailed                     // a socket write failed, or a WebSocket send queue was full
 	dropNoRoute                        // the recipient has no live carrier
 	numDropReasons
 )
