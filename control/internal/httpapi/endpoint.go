@@ -59,6 +59,7 @@ type Wrapper struct {
 // Endpoint wraps a handler with authentication, a deadline, panic
 // recovery, error JSON, logging and metrics.
 func (wr *Wrapper) Endpoint(name string, auth AuthKind, h HandlerFunc) http.Handler {
+	metrics := wr.Metrics.Route(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		status := http.StatusInternalServerError
@@ -70,7 +71,7 @@ func (wr *Wrapper) Endpoint(name string, auth AuthKind, h HandlerFunc) http.Hand
 				wr.Log.Error("handler panic", "route", name, "panic", fmt.Sprint(v))
 				WriteJSON(w, ErrInternal.Status, ErrInternal.Body())
 			}
-			wr.Metrics.Observe(name, status, time.Since(start))
+			metrics.Observe(status, time.Since(start))
 		}()
 		ctx, cancel := context.WithTimeout(r.Context(), wr.RequestTimeout)
 		defer cancel()
