@@ -47,6 +47,21 @@ func (l *frameLog) prefixHash(n int) [32]byte {
 	return sha256.Sum256([]byte(strings.Join(l.frames[:n], "\n")))
 }
 
+// firstDifference describes the first of the first n frames in which a
+// and b differ.
+func firstDifference(a, b *frameLog, n int) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range n {
+		if a.frames[i] != b.frames[i] {
+			return fmt.Sprintf("frame %d: %q, player 0 saw %q", i, b.frames[i], a.frames[i])
+		}
+	}
+	return "no difference"
+}
+
 // playLockstep joins n bots to roomID and waits until each saw at least
 // frames frames; it checks that all saw the same gapless sequence.
 func playLockstep(t *testing.T, ctx context.Context, api string, be *backend.Client, roomID string, n, frames int) {
@@ -93,7 +108,7 @@ func playLockstep(t *testing.T, ctx context.Context, api string, be *backend.Cli
 	want := logs[0].prefixHash(frames)
 	for i, l := range logs[1:] {
 		if got := l.prefixHash(frames); got != want {
-			t.Errorf("player %d saw other frames than player 0", i+1)
+			t.Errorf("player %d saw other frames than player 0: %s", i+1, firstDifference(logs[0], l, frames))
 		}
 	}
 	// Every player's inputs made it into frames.
