@@ -118,7 +118,9 @@ func (db *DB) GetSession(ctx context.Context, id string) (*Session, error) {
 // It first applies fn to the copy this process last read or wrote of the
 // session (a request reads its session to authenticate, then updates
 // it), and writes it if the session has not changed since; otherwise, or
-// when fn refuses that copy, it reads the session afresh.
+// when fn refuses that copy, it reads the session afresh. So an error of
+// fn is returned only when fn refused the session as read afresh: the
+// session existed then.
 func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*Session) error) (*Session, error) {
 	apply := func(s *Session) error {
 		normalizeSession(s)

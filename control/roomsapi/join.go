@@ -215,8 +215,8 @@ func (s *Server) joinNode(ctx context.Context, j *joinCall) (*store.Node, error)
 
 // joinSession records the room in the login session, for C3. When the
 // session is this process's copy (recent), the write is what proves that
-// the session still exists: its failure fails the join, and a session
-// that already recorded the room is read. Otherwise the endpoint read the
+// the session still exists, and its failure fails the join; a session
+// that already recorded the room is read by UpdateSession. Otherwise the endpoint read the
 // session, and only its end fails the join: C3 missing the room is not
 // worth failing a join for.
 func (s *Server) joinSession(ctx context.Context, j *joinCall, recent bool) error {
@@ -243,16 +243,9 @@ func (s *Server) joinSession(ctx context.Context, j *joinCall, recent bool) erro
 		j.recorded = false
 		return ended
 	case errors.Is(err, errNoChange):
-		if !recent {
-			return nil
-		}
-		// Nothing written: read the session to know it exists.
-		if _, err := s.db.GetSession(ctx, j.sess.SessionID); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return ended
-			}
-			return err
-		}
+		// Nothing to write, decided on the session as read afresh
+		// (UpdateSession retries a refusal of its copy on a read): it
+		// exists.
 		return nil
 	case recent:
 		return err
