@@ -199,7 +199,7 @@ func (s *System) startBackbone() error {
 	}
 	host, port, err := splitHostPort(c.NATS.Addr)
 	if err != nil {
-		return fmt.Errorf("system: %w: NATS address %q: %w", ErrConfig, c.NATS.Addr, err)
+		return fmt.Errorf("%w: NATS address %q: %w", ErrConfig, c.NATS.Addr, err)
 	}
 	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{
 		DataDir: c.DataDir, Host: host, Port: port, Logger: s.log.With("component", "nats"),

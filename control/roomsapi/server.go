@@ -138,11 +138,11 @@ func New(cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	switch {
 	case cfg.DB == nil:
-		return nil, fmt.Errorf("roomsapi: %w: DB is nil", ErrConfig)
+		return nil, fmt.Errorf("%w: DB is nil", ErrConfig)
 	case cfg.Backbone == nil:
-		return nil, fmt.Errorf("roomsapi: %w: Backbone is nil", ErrConfig)
+		return nil, fmt.Errorf("%w: Backbone is nil", ErrConfig)
 	case cfg.Signer == nil:
-		return nil, fmt.Errorf("roomsapi: %w: Signer is nil", ErrConfig)
+		return nil, fmt.Errorf("%w: Signer is nil", ErrConfig)
 	}
 	return &Server{
 		cfg:       cfg,
