@@ -90,6 +90,7 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	if s.lock, err = lockDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	warnLooseModes(s.log, cfg.DataDir)
 	s.reg = prometheus.NewRegistry()
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := s.loadTLS(); err != nil {
