@@ -31,7 +31,7 @@ const (
 	DefaultMaxBodyBytes = 64 << 10
 	// DefaultCommandTimeout is how long the API waits for a node to
 	// answer a command before it counts the node as unavailable.
-	DefaultCommandTimeout = 2 * time.Second
+	DefaultCommandTimeout = store.DefaultCommandTimeout
 	// DefaultJoinRate and DefaultJoinBurst limit C1 calls per login
 	// session.
 	DefaultJoinRate  = 2.0
