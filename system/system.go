@@ -220,7 +220,7 @@ func (s *System) connect(ctx context.Context, role string) (*backbone.Conn, *sto
 	log := s.log.With("component", role)
 	bb, err := backbone.Connect(ctx, backbone.Config{
 		URL: s.ready.NATS, Name: "switchboard-" + role, CredentialsFile: s.cfg.NATS.CredentialsFile,
-		Logger: log.With("subsystem", "backbone"),
+		Logger: log,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("system: %s: %w", role, err)
