@@ -104,7 +104,7 @@ func Connect(ctx context.Context, cfg Config) (*Conn, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	log := cfg.Logger.With("component", "backbone", "name", cfg.Name)
+	log := cfg.Logger.With("subsystem", "backbone", "name", cfg.Name)
 	c := &Conn{cfg: cfg, log: log}
 
 	opts := []nats.Option{

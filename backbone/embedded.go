@@ -110,7 +110,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backbone: embedded server: %w", err)
 	}
-	lg := &serverLogger{log: cfg.Logger.With("component", "nats-server")}
+	lg := &serverLogger{log: cfg.Logger.With("subsystem", "nats-server")}
 	srv.SetLoggerV2(lg, false, false, false)
 	srv.Start()
 	// Poll so that a fatal start error (the port in use, say) ends the

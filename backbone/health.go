@@ -90,7 +90,7 @@ func NewProbe(cfg ProbeConfig) (*Probe, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Probe{cfg: cfg, log: cfg.Logger.With("component", "backbone", "probe", cfg.Bucket)}, nil
+	return &Probe{cfg: cfg, log: cfg.Logger.With("subsystem", "backbone", "probe", cfg.Bucket)}, nil
 }
 
 // Run probes at once and then every Interval until ctx is done, and

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/switchboardgg/switchboard/api"
 )
 
 // Defaults and limits of ControlConfig.
@@ -241,9 +243,9 @@ type controlRun struct {
 func (c *controlRun) createRooms(ctx context.Context, seats chan<- string) error {
 	for i := 0; i < MaxControlRooms; i++ {
 		id := fmt.Sprintf("bc-%s-%d", c.run, i)
-		body := map[string]any{
-			"room_id": id, "sync_mode": "relay", "max_players": c.cfg.RoomSize,
-			"start_mode": "manual", "access": "open", "max_duration_seconds": 600,
+		body := api.CreateRoomRequest{
+			RoomID: id, SyncMode: "relay", MaxPlayers: new(c.cfg.RoomSize),
+			StartMode: "manual", Access: "open", MaxDurationSeconds: new(600),
 		}
 		if err := c.call(ctx, "create room", c.cfg.ServerKey, "/server/v1/game/rooms", body, nil); err != nil {
 			return err
@@ -265,19 +267,15 @@ func (c *controlRun) createRooms(ctx context.Context, seats chan<- string) error
 // flow is one player: auth token, login, join.
 func (c *controlRun) flow(ctx context.Context, room string) error {
 	user := fmt.Sprintf("bc-%s-%d", c.run, c.users.Add(1))
-	var at struct {
-		AuthToken string `json:"auth_token"`
-	}
-	if err := c.call(ctx, "auth token", c.cfg.ServerKey, "/server/v1/auth-tokens", map[string]any{"username": user}, &at); err != nil {
+	var at api.AuthTokenResponse
+	if err := c.call(ctx, "auth token", c.cfg.ServerKey, "/server/v1/auth-tokens", api.AuthTokenRequest{Username: user}, &at); err != nil {
 		return err
 	}
-	var sess struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := c.call(ctx, "login", "", "/client/v1/sessions", map[string]any{"username": user, "auth_token": at.AuthToken}, &sess); err != nil {
+	var sess api.SessionResponse
+	if err := c.call(ctx, "login", "", "/client/v1/sessions", api.LoginRequest{Username: user, AuthToken: at.AuthToken}, &sess); err != nil {
 		return err
 	}
-	return c.call(ctx, "join", sess.AccessToken, "/client/v1/game/rooms/"+room+"/join", map[string]any{"client_session_id": "bench-" + user}, nil)
+	return c.call(ctx, "join", sess.AccessToken, "/client/v1/game/rooms/"+room+"/join", api.JoinRequest{ClientSessionID: "bench-" + user}, nil)
 }
 
 // stepError is a failed step of a flow.
@@ -319,17 +317,10 @@ func (c *controlRun) call(ctx context.Context, step, bearer, path string, body, 
 		return &stepError{step: step, status: resp.StatusCode, reason: err.Error()}
 	}
 	if resp.StatusCode/100 != 2 {
-		var e struct {
-			Error struct {
-				Code    string `json:"code"`
-				Details struct {
-					Reason string `json:"reason"`
-				} `json:"details"`
-			} `json:"error"`
-		}
+		var e api.ErrorBody
 		_ = json.Unmarshal(b, &e)
 		reason := e.Error.Code
-		if e.Error.Details.Reason != "" {
+		if e.Error.Details != nil && e.Error.Details.Reason != "" {
 			reason += " " + e.Error.Details.Reason
 		}
 		return &stepError{step: step, status: resp.StatusCode, reason: reason}
@@ -387,7 +378,7 @@ func (c *controlRun) closeRooms(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			_ = c.call(ctx, "close room", c.cfg.ServerKey, "/server/v1/game/rooms/"+id+"/close", map[string]any{"reason": "bench_done"}, nil)
+			_ = c.call(ctx, "close room", c.cfg.ServerKey, "/server/v1/game/rooms/"+id+"/close", api.CloseRequest{Reason: "bench_done"}, nil)
 		}()
 	}
 	wg.Wait()

@@ -51,7 +51,7 @@ const (
 	DefaultJoinBurst = roomsapi.DefaultJoinBurst
 	// DefaultMaxRateLimitKeys bounds the IPs and sessions the rate
 	// limiters remember at once.
-	DefaultMaxRateLimitKeys = 10000
+	DefaultMaxRateLimitKeys = roomsapi.DefaultMaxRateLimitKeys
 	// DefaultReadHeaderTimeout bounds reading a request's header.
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultReadTimeout bounds reading a whole request, body included: a

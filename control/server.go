@@ -49,13 +49,13 @@ func New(cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	switch {
 	case cfg.DB == nil:
-		return nil, fmt.Errorf("control: %w: DB is nil", ErrConfig)
+		return nil, fmt.Errorf("%w: DB is nil", ErrConfig)
 	case cfg.Backbone == nil:
-		return nil, fmt.Errorf("control: %w: Backbone is nil", ErrConfig)
+		return nil, fmt.Errorf("%w: Backbone is nil", ErrConfig)
 	case cfg.Signer == nil:
-		return nil, fmt.Errorf("control: %w: Signer is nil", ErrConfig)
+		return nil, fmt.Errorf("%w: Signer is nil", ErrConfig)
 	case len(cfg.ServerKey) < tokens.MinKeyLen:
-		return nil, fmt.Errorf("control: %w: ServerKey is shorter than %d bytes", ErrConfig, tokens.MinKeyLen)
+		return nil, fmt.Errorf("%w: server key is shorter than %d bytes", ErrConfig, tokens.MinKeyLen)
 	}
 	authSigner, err := tokens.NewSigner([]byte(cfg.ServerKey))
 	if err != nil {

@@ -58,6 +58,10 @@ const (
 	// bytes). A bigger message closes the connection (1009); a smaller one
 	// over the protocol caps is an invalid message.
 	DefaultReadLimit = 72 << 10
+	// DefaultMaxHeaderBytes bounds the HTTP header of a WebSocket upgrade
+	// request (net/http answers 431 beyond it, allowing it 4 KiB of
+	// slack); without it net/http allows 1 MiB per connection.
+	DefaultMaxHeaderBytes = 16 << 10
 	// DefaultReadRate is the bytes per second a connection may send on
 	// average, WebSocket control frames included; a faster client is
 	// slowed down (its reads wait), never dropped.
@@ -132,6 +136,9 @@ type Config struct {
 	// ReadLimit in bytes: zero means DefaultReadLimit; at least the
 	// largest valid message.
 	ReadLimit int
+	// MaxHeaderBytes bounds an upgrade request's header, in bytes: zero
+	// means DefaultMaxHeaderBytes.
+	MaxHeaderBytes int
 	// ReadRate and ReadBurst in bytes: zero means DefaultReadRate and
 	// DefaultReadBurst; ReadBurst is at least ReadLimit.
 	ReadRate, ReadBurst int

@@ -33,6 +33,7 @@ func TestDefaults(t *testing.T) {
 		{"WriteTimeout", c.WriteTimeout, node.DefaultWriteTimeout},
 		{"CloseWait", c.CloseWait, node.DefaultCloseWait},
 		{"ReadLimit", c.ReadLimit, node.DefaultReadLimit},
+		{"MaxHeaderBytes", c.MaxHeaderBytes, node.DefaultMaxHeaderBytes},
 		{"ReadRate", c.ReadRate, node.DefaultReadRate},
 		{"MaxTicketCache", c.MaxTicketCache, node.DefaultMaxTicketCache},
 		{"Heartbeat", c.Heartbeat, node.DefaultHeartbeat},

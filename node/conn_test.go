@@ -1,12 +1,14 @@
 package node_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -410,4 +412,41 @@ func slowConsumerRoom(t *testing.T, roomID string, tweak func(*node.Config)) (e 
 	sender, _ = e.join(rec, 1)
 	watcher, _ = e.join(rec, 2)
 	return e, sender, watcher
+}
+
+// TestUpgradeHeaderLimit: an upgrade request whose header is over
+// Config.MaxHeaderBytes is answered 431, not read on up to net/http's
+// default of 1 MiB per connection.
+func TestUpgradeHeaderLimit(t *testing.T) {
+	e := newEnv(t, false, func(c *node.Config) { c.MaxHeaderBytes = 1 << 10 })
+	host := strings.TrimPrefix(strings.TrimSuffix(e.url, node.Path), "ws://")
+	nc, err := net.Dial("tcp", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	// 32 KiB, above the limit and net/http's 4 KiB of slack; written in
+	// the background, as the server may answer and close before reading
+	// all of it.
+	req := "GET " + node.Path + " HTTP/1.1\r\nHost: " + host + "\r\nX-Pad: " + strings.Repeat("a", 32<<10) + "\r\n\r\n"
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		_, _ = io.WriteString(nc, req)
+	}()
+	line, err := bufio.NewReader(nc).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	if !strings.HasPrefix(line, "HTTP/1.1 431") {
+		t.Errorf("got %q, want HTTP/1.1 431", strings.TrimSpace(line))
+	}
+	// net/http closes the connection 500 ms after its answer (its RST
+	// avoidance); wait for that, so that goleak sees no server goroutine.
+	waitFor(t, "the server to close the connection", func() bool {
+		_, err := nc.Write([]byte("x"))
+		return err != nil
+	})
+	<-wrote
 }

@@ -67,7 +67,7 @@ func (c *conn) handshake(p []byte) bool {
 	c.link = link
 	c.bound.Store(true)
 	c.log = c.log.With("room", link.Room().ID(), "seat", link.Seat())
-	c.log.Debug("seated", "kind", hs.Kind)
+	c.log.Debug("seated", "resumed", hs.Kind == roomwire.KindResume)
 	return true
 }
 

@@ -86,6 +86,7 @@ func New(cfg Config) (*Server, error) {
 	setInt(&cfg.SendQueueDepth, DefaultSendQueueDepth)
 	setInt(&cfg.MaxQueueBytes, DefaultMaxQueueBytes)
 	setInt(&cfg.ReadLimit, DefaultReadLimit)
+	setInt(&cfg.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	setInt(&cfg.ReadRate, DefaultReadRate)
 	setInt(&cfg.ReadBurst, DefaultReadBurst)
 	setInt(&cfg.MaxTicketCache, DefaultMaxTicketCache)
@@ -96,7 +97,7 @@ func New(cfg Config) (*Server, error) {
 	setDur(&cfg.Heartbeat, DefaultHeartbeat)
 	setDur(&cfg.UpdateTimeout, DefaultUpdateTimeout)
 	switch {
-	case cfg.MaxRooms < 0 || cfg.MaxConnections < 0 || cfg.ReadRate < 0 || cfg.MaxTicketCache < 0:
+	case cfg.MaxRooms < 0 || cfg.MaxConnections < 0 || cfg.ReadRate < 0 || cfg.MaxTicketCache < 0 || cfg.MaxHeaderBytes < 0:
 		return nil, errors.New("node: negative limit in config")
 	case cfg.HandshakeTimeout < 0 || cfg.IdleTimeout < 0 || cfg.WriteTimeout < 0 || cfg.CloseWait < 0 || cfg.Heartbeat < 0 || cfg.UpdateTimeout < 0:
 		return nil, errors.New("node: negative duration in config")
@@ -190,6 +191,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.mux,
 		ReadHeaderTimeout: s.cfg.HandshakeTimeout,
+		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		// The handshake timeout counts from the start of the request,
 		// which is the accept: a connection carries one request.

@@ -143,7 +143,7 @@ func (e *Engine) Open(rc RoomConfig) (*Room, error) {
 	e.stateCount[StateWaiting].Add(1)
 	e.sched.add(r)
 	e.mu.Unlock()
-	r.log.Debug("room opened", "sync_mode", rc.SyncMode, "tick_rate", rc.TickRate, "max_players", rc.MaxPlayers)
+	r.log.Debug("room opened", "sync_mode", roomwire.SyncModeName(uint8(rc.SyncMode)), "tick_rate", rc.TickRate, "max_players", rc.MaxPlayers)
 	return r, nil
 }
 

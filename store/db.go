@@ -166,7 +166,7 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	if !validID(cfg.Prefix) {
 		return nil, fmt.Errorf("store: prefix %q: %w", cfg.Prefix, ErrInvalidID)
 	}
-	db := &DB{cfg: cfg, log: cfg.Logger.With("component", "store"), nodeCache: nodeCache{ttl: cfg.NodeCacheTTL}}
+	db := &DB{cfg: cfg, log: cfg.Logger.With("subsystem", "store"), nodeCache: nodeCache{ttl: cfg.NodeCacheTTL}}
 	raw := make(map[string]jetstream.KeyValue)
 	buckets := []struct {
 		name, descr string

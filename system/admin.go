@@ -2,7 +2,8 @@ package system
 
 import (
 	"net/http"
-	"time"
+
+	"github.com/switchboardgg/switchboard/control"
 )
 
 // adminServer returns the admin listener's http.Server around the
@@ -12,9 +13,9 @@ import (
 func adminServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    16 << 10,
+		ReadHeaderTimeout: control.DefaultReadHeaderTimeout,
+		ReadTimeout:       control.DefaultReadTimeout,
+		IdleTimeout:       control.DefaultIdleTimeout,
+		MaxHeaderBytes:    control.DefaultMaxHeaderBytes,
 	}
 }

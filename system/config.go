@@ -195,7 +195,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Roles = AllRoles
 	}
 	if c.Roles&^AllRoles != 0 {
-		return c, fmt.Errorf("system: %w: unknown roles %d", ErrConfig, uint(c.Roles))
+		return c, fmt.Errorf("%w: unknown roles %d", ErrConfig, uint(c.Roles))
 	}
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
@@ -210,7 +210,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Node.Addr = DefaultListenAddr
 	}
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		return c, fmt.Errorf("system: %w: a TLS certificate needs both a certificate and a key file", ErrConfig)
+		return c, fmt.Errorf("%w: a TLS certificate needs both a certificate and a key file", ErrConfig)
 	}
 	if c.Node.ID != "" {
 		if err := ValidNodeID(c.Node.ID); err != nil {

@@ -23,13 +23,13 @@ const maxHostPart = 40
 // returns an error wrapping ErrConfig otherwise.
 func ValidNodeID(id string) error {
 	if id == "" || len(id) > MaxNodeIDLen {
-		return fmt.Errorf("system: %w: node id %q: want 1 to %d characters", ErrConfig, id, MaxNodeIDLen)
+		return fmt.Errorf("%w: node id %q: want 1 to %d characters", ErrConfig, id, MaxNodeIDLen)
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		alnum := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 		if !alnum && (i == 0 || c != '-' && c != '_') {
-			return fmt.Errorf("system: %w: node id %q: want letters, digits, '-' and '_', starting with a letter or digit", ErrConfig, id)
+			return fmt.Errorf("%w: node id %q: want letters, digits, '-' and '_', starting with a letter or digit", ErrConfig, id)
 		}
 	}
 	return nil

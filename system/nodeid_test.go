@@ -1,6 +1,10 @@
 package system
 
-import "testing"
+import (
+	"errors"
+	"strings"
+	"testing"
+)
 
 func TestNodeIDFromHostname(t *testing.T) {
 	tests := []struct {
@@ -48,6 +52,18 @@ func TestValidNodeID(t *testing.T) {
 		if err := ValidNodeID(tc.id); (err == nil) != tc.ok {
 			t.Errorf("ValidNodeID(%q) = %v, want ok %v", tc.id, err, tc.ok)
 		}
+	}
+}
+
+// TestConfigErrorSaysPackageOnce: an error wrapping ErrConfig names the
+// package once ("system: invalid config: node id …"), not twice.
+func TestConfigErrorSaysPackageOnce(t *testing.T) {
+	err := ValidNodeID("a.b")
+	if !errors.Is(err, ErrConfig) {
+		t.Fatalf("got %v, want an error wrapping ErrConfig", err)
+	}
+	if n := strings.Count(err.Error(), "system:"); n != 1 {
+		t.Errorf("got %q, want \"system:\" once", err)
 	}
 }
 

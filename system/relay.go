@@ -117,7 +117,7 @@ func relaySecret(dir string) ([]byte, error) {
 	case err == nil:
 		secret, err := hex.DecodeString(strings.TrimSpace(string(b)))
 		if err != nil || len(secret) < tokens.RelayMinSecret {
-			return nil, fmt.Errorf("system: %w: relay secret in %s: want at least %d bytes in hex", ErrConfig, path, tokens.RelayMinSecret)
+			return nil, fmt.Errorf("%w: relay secret in %s: want at least %d bytes in hex", ErrConfig, path, tokens.RelayMinSecret)
 		}
 		return secret, nil
 	case !errors.Is(err, os.ErrNotExist):

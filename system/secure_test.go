@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -115,4 +117,38 @@ func TestAdminListener(t *testing.T) {
 		}
 	}
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+}
+
+// TestWarnLooseModes: a data dir or a secret in it that other users may
+// read is logged at warn when the system starts; the modes System itself
+// creates are not.
+func TestWarnLooseModes(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no Unix permission bits")
+	}
+	dir := filepath.Join(t.TempDir(), "data") // System creates it
+	cfg := testConfig(dir)
+	cfg.Roles = system.RoleControl
+	var quiet lockedBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&quiet, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	start(t, cfg).Close() // creates the dir, the nkey and the server key
+	if strings.Contains(quiet.String(), "open to other users") {
+		t.Errorf("got a warning for the modes System created:\n%s", quiet.String())
+	}
+	for _, name := range []string{".", backbone.CredentialsFileName, system.ServerKeyFile} {
+		if err := os.Chmod(filepath.Join(dir, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs lockedBuffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	start(t, cfg).Close()
+	for _, name := range []string{backbone.CredentialsFileName, system.ServerKeyFile} {
+		if !strings.Contains(logs.String(), filepath.Join(dir, name)) {
+			t.Errorf("got no warning for %s; logs:\n%s", name, logs.String())
+		}
+	}
+	if n := strings.Count(logs.String(), "open to other users"); n != 3 {
+		t.Errorf("got %d warnings, want 3 (the dir, the nkey, the server key); logs:\n%s", n, logs.String())
+	}
 }

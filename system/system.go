@@ -91,6 +91,7 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	if s.lock, err = lockDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	warnLooseModes(s.log, cfg.DataDir)
 	s.reg = prometheus.NewRegistry()
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := s.loadTLS(); err != nil {
@@ -204,7 +205,7 @@ func (s *System) startBackbone() error {
 	}
 	host, port, err := splitHostPort(c.NATS.Addr)
 	if err != nil {
-		return fmt.Errorf("system: %w: NATS address %q: %w", ErrConfig, c.NATS.Addr, err)
+		return fmt.Errorf("%w: NATS address %q: %w", ErrConfig, c.NATS.Addr, err)
 	}
 	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{
 		DataDir: c.DataDir, Host: host, Port: port, Logger: s.log.With("component", "nats"),
@@ -224,7 +225,7 @@ func (s *System) connect(ctx context.Context, role string) (*backbone.Conn, *sto
 	log := s.log.With("component", role)
 	bb, err := backbone.Connect(ctx, backbone.Config{
 		URL: s.ready.NATS, Name: "switchboard-" + role, CredentialsFile: s.cfg.NATS.CredentialsFile,
-		Logger: log.With("subsystem", "backbone"),
+		Logger: log,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("system: %s: %w", role, err)

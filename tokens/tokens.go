@@ -244,9 +244,6 @@ func NewID() string { return Random(16) }
 // NewJoinTicket returns a new random join ticket ("gtk_…").
 func NewJoinTicket() string { return PrefixJoinTicket + Random(32) }
 
-// NewRefreshToken returns a new random refresh token ("rf1_…").
-func NewRefreshToken() string { return PrefixRefreshToken + Random(32) }
-
 // Hash returns the hex SHA-256 of a random token, the form in which join
 // tickets and refresh tokens are stored.
 func Hash(tok string) string {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gobwas/ws"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/client/session"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
@@ -20,8 +21,8 @@ const (
 	DefaultWriteTimeout      = 5 * time.Second
 	DefaultHTTPTimeout       = session.DefaultHTTPTimeout
 	DefaultRefreshBefore     = session.DefaultRefreshBefore
-	DefaultReconnectWindow   = 60 * time.Second // when Join does not say
-	DefaultFrameBuffer       = 64               // about a second at 60 ticks/s; a full FRAME_BATCH waits on the game
+	DefaultReconnectWindow   = api.DefaultReconnectWindowSeconds * time.Second // when Join does not say
+	DefaultFrameBuffer       = 64                                              // about a second at 60 ticks/s; a full FRAME_BATCH waits on the game
 	DefaultEventBuffer       = 32
 	DefaultMaxSendQueueBytes = 256 << 10
 	DefaultMaxMessageSize    = 1 << 20

@@ -50,7 +50,7 @@ arrived out of order.`,
 			run := bench.NewRunID()
 			for i := range n {
 				b := &bench.Bot{API: api, Backend: be, RoomID: roomID, Username: fmt.Sprintf("bot-%s-%d", run, i),
-					Seat: -1, Latency: &lat, Counters: &cnt}
+					Seat: -1, Latency: &lat, Counters: &cnt, Client: roomsConfig(af.tls)}
 				wg.Add(1)
 				go func() { defer wg.Done(); errs[i] = b.Run(ctx) }()
 			}

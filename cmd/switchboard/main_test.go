@@ -51,6 +51,41 @@ func TestVersionFlag(t *testing.T) {
 	}
 }
 
+// TestUnknownSubcommand: a verb a group does not have is an error (exit
+// non-zero), with a suggestion when one is close; the bare group prints its
+// help and succeeds.
+func TestUnknownSubcommand(t *testing.T) {
+	tests := []struct {
+		args    []string
+		wantErr string // "" means success
+	}{
+		{[]string{"room", "frob"}, `unknown command "frob" for "switchboard room"`},
+		{[]string{"room", "clos"}, "did you mean close?"},
+		{[]string{"serve", "frob"}, `unknown command "frob" for "switchboard serve"`},
+		{[]string{"node", "frob"}, `unknown command "frob" for "switchboard node"`},
+		{[]string{"bench", "frob"}, `unknown command "frob" for "switchboard bench"`},
+		{[]string{"room"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			root := newRootCmd()
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetErr(&out)
+			root.SetArgs(tc.args)
+			err := root.Execute()
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("got error %v, want success", err)
+			case tc.wantErr == "" && !strings.Contains(out.String(), "Usage:"):
+				t.Errorf("got output %q, want the help", out.String())
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("got error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
 // TestWatchFormat: room watch names room states and member kinds, as the
 // README shows them, never raw numbers.
 func TestWatchFormat(t *testing.T) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,10 @@ type apiFlags struct {
 	api       string
 	serverKey string
 	readyFile string
+
+	// tls is set by resolve: the pinned certificate of a ready file with
+	// tls_fingerprint_sha256 (dev --tls), else nil.
+	tls *tls.Config
 }
 
 func (f *apiFlags) register(cmd *cobra.Command) {
@@ -45,6 +50,7 @@ func (f *apiFlags) resolve() (api, key string, err error) {
 		if key == "" {
 			key = r.ServerKey
 		}
+		f.tls = pinnedTLS(r.TLSFingerprint)
 	}
 	if api == "" {
 		api = os.Getenv("SWITCHBOARD_API")
@@ -85,7 +91,7 @@ func (f *apiFlags) client() (string, *backend.Client, error) {
 	if key == "" {
 		return "", nil, errors.New("no server key: pass --server-key, --ready-file or set $SWITCHBOARD_SERVER_KEY")
 	}
-	c, err := backend.New(api, key, nil)
+	c, err := backend.New(api, key, httpClient(f.tls))
 	return api, c, err
 }
 

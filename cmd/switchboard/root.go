@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -22,7 +23,36 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetVersionTemplate(versionLine())
 	root.AddCommand(newVersionCmd(), newDevCmd(), newServeCmd(), newRoomCmd(), newTicketCmd(), newBotsCmd(), newBenchCmd(), newNodeCmd())
+	for _, c := range root.Commands() {
+		refuseUnknownSubcommands(c)
+	}
 	return root
+}
+
+// refuseUnknownSubcommands makes every group of verbs below the root
+// (room, serve, node, bench) fail on a verb it does not have, as the root
+// does: cobra would print the group's help and exit 0, so that a script
+// calling "switchboard room clsoe" would carry on as if it had worked.
+// Without arguments a group still prints its help.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	if !c.HasSubCommands() {
+		return
+	}
+	if c.Run == nil && c.RunE == nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			err := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				err += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return fmt.Errorf("%s (see %s --help)", err, cmd.CommandPath())
+		}
+	}
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
 }
 
 func buildVersion() string {

@@ -137,8 +137,8 @@ func addDataDir(f *pflag.FlagSet, o *systemOptions, def string) {
 func addCommonFlags(f *pflag.FlagSet, o *systemOptions) {
 	f.StringVar(&o.cfg.ReadyFile, "ready-file", "", "write the bound addresses as JSON to this file once every role has started (removed on exit)")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	f.StringVar(&o.cfg.Admin.Key, "admin-key", "", "admin key for pprof on the admin listener (default: $SWITCHBOARD_ADMIN_KEY, else the server key)")
-	f.StringVar(&o.cfg.TLS.CertFile, "tls-cert", "", "PEM certificate (chain) for the API (https) and the node WebSocket (wss); reloaded on SIGHUP")
+	f.StringVar(&o.cfg.Admin.Key, "admin-key", "", "admin key for pprof on the admin listener (default: $SWITCHBOARD_ADMIN_KEY, else the server key of a process running control; a node without one serves no pprof)")
+	f.StringVar(&o.cfg.TLS.CertFile, "tls-cert", "", "PEM certificate (chain) for every TCP listener of this process: the API and admin (https), the node WebSocket (wss); reloaded on SIGHUP")
 	f.StringVar(&o.cfg.TLS.KeyFile, "tls-key", "", "PEM private key of --tls-cert")
 }
 

@@ -38,7 +38,7 @@ Rooms have no spectator seats yet.`,
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
-			b := &bench.Bot{API: api, Backend: be, RoomID: args[0], Username: username, Seat: -1}
+			b := &bench.Bot{API: api, Backend: be, RoomID: args[0], Username: username, Seat: -1, Client: roomsConfig(af.tls)}
 			err = watchRoom(ctx, b, cmd.OutOrStdout(), every)
 			if err == nil || errors.Is(err, rooms.ErrRoomClosed) || ctx.Err() != nil {
 				return nil // the room ended, or the user interrupted

@@ -31,7 +31,7 @@ const (
 	DefaultMaxBodyBytes = 64 << 10
 	// DefaultCommandTimeout is how long the API waits for a node to
 	// answer a command before it counts the node as unavailable.
-	DefaultCommandTimeout = 2 * time.Second
+	DefaultCommandTimeout = store.DefaultCommandTimeout
 	// DefaultJoinRate and DefaultJoinBurst limit C1 calls per login
 	// session.
 	DefaultJoinRate  = 2.0
@@ -138,11 +138,11 @@ func New(cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	switch {
 	case cfg.DB == nil:
-		return nil, fmt.Errorf("roomsapi: %w: DB is nil", ErrConfig)
+		return nil, fmt.Errorf("%w: DB is nil", ErrConfig)
 	case cfg.Backbone == nil:
-		return nil, fmt.Errorf("roomsapi: %w: Backbone is nil", ErrConfig)
+		return nil, fmt.Errorf("%w: Backbone is nil", ErrConfig)
 	case cfg.Signer == nil:
-		return nil, fmt.Errorf("roomsapi: %w: Signer is nil", ErrConfig)
+		return nil, fmt.Errorf("%w: Signer is nil", ErrConfig)
 	}
 	return &Server{
 		cfg:       cfg,

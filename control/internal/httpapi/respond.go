@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -174,7 +175,13 @@ func jsonError(err error) *Error {
 		if typeErr.Field == "" {
 			return Invalid("request body must be a JSON object")
 		}
-		return Invalid("field %q must be of JSON type %s", typeErr.Field, jsonTypeName(typeErr.Type.Kind().String()))
+		kind := typeErr.Type.Kind()
+		if reflect.Int <= kind && kind <= reflect.Uint64 && strings.HasPrefix(typeErr.Value, "number") {
+			// 10.5, 1e3 or a number out of range: a JSON number, but
+			// not an integer that fits.
+			return Invalid("field %q must be an integer", typeErr.Field)
+		}
+		return Invalid("field %q must be of JSON type %s", typeErr.Field, jsonTypeName(kind.String()))
 	case errors.As(err, &syntaxErr):
 		return Invalid("malformed JSON at byte %d", syntaxErr.Offset)
 	case errors.Is(err, io.ErrUnexpectedEOF):

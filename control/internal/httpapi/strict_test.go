@@ -72,3 +72,24 @@ func FuzzCheckStrict(f *testing.F) {
 		}
 	})
 }
+
+// TestIntegerFieldMessage: a JSON number that is not an integer of the
+// field's size is refused with a message that says so, not "must be of
+// JSON type number"; another JSON type is refused by its type name.
+func TestIntegerFieldMessage(t *testing.T) {
+	type body struct {
+		TickRate int32 `json:"tick_rate"`
+	}
+	for text, want := range map[string]string{
+		`{"tick_rate": 10.5}`:        `field "tick_rate" must be an integer`,
+		`{"tick_rate": 1e400}`:       `field "tick_rate" must be an integer`,
+		`{"tick_rate": 99999999999}`: `field "tick_rate" must be an integer`,
+		`{"tick_rate": "10"}`:        `field "tick_rate" must be of JSON type number`,
+	} {
+		var v body
+		err := jsonError(json.Unmarshal([]byte(text), &v))
+		if err.Message != want {
+			t.Errorf("%s: got %q, want %q", text, err.Message, want)
+		}
+	}
+}
