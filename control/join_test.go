@@ -178,7 +178,72 @@ func TestJoinErrors(t *testing.T) {
 		if n := len(e.getRoom(r).Seats); n != 0 {
 			t.Fatalf("seat kept after node refusal: %d seats", n)
 		}
+		// The session's entry of the room is taken back out.
+		at, err := e.signer.VerifyAccessToken(dave, e.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, err := e.db.GetSession(ctx, at.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := sess.Room(r); e != nil {
+			t.Fatalf("session keeps the room the node refused: %+v", e)
+		}
 	})
+}
+
+// TestJoinAfterLogoutElsewhere: C1 does not read the login session that
+// this process wrote at login; a logout by another control process (its
+// own store.DB, its own backbone connection) still ends the session for
+// C1, before the node admits anything, on a first join and on a retry.
+func TestJoinAfterLogoutElsewhere(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	node := e.addNode(store.Node{NodeID: "game-l1"}, true)
+	other, err := store.Open(ctx, e.connect(), store.Config{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := e.room(map[string]any{"room_id": "logout1", "access": "open"})
+	logoutElsewhere := func(access string) {
+		t.Helper()
+		at, err := e.signer.VerifyAccessToken(access, e.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.DeleteSession(ctx, at.SessionID); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// First join after the logout: 401, no seat, no admit.
+	alice := e.login("alice")
+	logoutElsewhere(alice)
+	want(t, e.join(alice, id, "", "csid-logout-1"), http.StatusUnauthorized, "unauthenticated")
+	if n := len(e.getRoom(id).Seats); n != 0 {
+		t.Fatalf("a logged-out session holds a seat: %d seats", n)
+	}
+	if n := len(node.Admits()); n != 0 {
+		t.Fatalf("the node admitted a logged-out session: %d admits", n)
+	}
+
+	// A retry of a join that succeeded, after the logout: 401.
+	bob := e.login("bob")
+	want(t, e.join(bob, id, "", "csid-logout-2"), http.StatusCreated)
+	logoutElsewhere(bob)
+	want(t, e.join(bob, id, "", "csid-logout-2"), http.StatusUnauthorized, "unauthenticated")
+	if n := len(node.Admits()); n != 1 {
+		t.Fatalf("admits: got %d, want 1", n)
+	}
+
+	// A ticket used in a join refused that way is given back.
+	room2 := e.room(map[string]any{"room_id": "logout2"})
+	tk := e.ticket(room2, "carol", -1)
+	carol := e.login("carol")
+	logoutElsewhere(carol)
+	want(t, e.join(carol, room2, tk, "csid-logout-3"), http.StatusUnauthorized, "unauthenticated")
+	want(t, e.join(e.login("carol"), room2, tk, "csid-logout-4"), http.StatusCreated)
 }
 
 func TestJoinFields(t *testing.T) {

@@ -135,12 +135,13 @@ func (s *Server) routes() []httpapi.Route {
 // an unknown path is a JSON 404 and a wrong method a JSON 405.
 func (s *Server) buildMux(routes []httpapi.Route) http.Handler {
 	wr := &httpapi.Wrapper{
-		Log:            s.log,
-		Metrics:        s.metrics,
-		RequestTimeout: s.cfg.RequestTimeout,
-		Now:            s.cfg.Now,
-		AuthServer:     s.authServer,
-		AuthClient:     s.authClient,
+		Log:              s.log,
+		Metrics:          s.metrics,
+		RequestTimeout:   s.cfg.RequestTimeout,
+		Now:              s.cfg.Now,
+		AuthServer:       s.authServer,
+		AuthClient:       s.authClient,
+		AuthClientRecent: s.authClientRecent,
 	}
 	mux := http.NewServeMux()
 	byPath := map[string]map[string]http.Handler{}
@@ -197,17 +198,15 @@ func (s *Server) authServer(r *http.Request) error {
 // authClient checks the access token and that its login session still
 // exists (it does not after logout).
 func (s *Server) authClient(ctx context.Context, r *http.Request, now time.Time) (*store.Session, error) {
-	tok, ok := bearer(r)
-	if !ok {
-		return nil, httpapi.Unauthenticated("missing access token")
-	}
-	at, err := s.signer.VerifyAccessToken(tok, now)
-	if errors.Is(err, tokens.ErrExpired) {
-		return nil, httpapi.Unauthenticated("access token expired")
-	}
+	at, err := s.accessToken(r, now)
 	if err != nil {
-		return nil, httpapi.Unauthenticated("invalid access token")
+		return nil, err
 	}
+	return s.readSession(ctx, at, now)
+}
+
+// readSession reads the login session of at and checks that it is live.
+func (s *Server) readSession(ctx context.Context, at tokens.AccessToken, now time.Time) (*store.Session, error) {
 	sess, err := s.db.GetSession(ctx, at.SessionID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, httpapi.Unauthenticated("login session ended")
@@ -215,10 +214,48 @@ func (s *Server) authClient(ctx context.Context, r *http.Request, now time.Time)
 	if err != nil {
 		return nil, err
 	}
-	if sess.Username != at.Username || !now.Before(sess.ExpiresAt) {
+	if !sessionLive(sess, at, now) {
 		return nil, httpapi.Unauthenticated("login session ended")
 	}
 	return sess, nil
+}
+
+// authClientRecent is authClient with this process's copy of the login
+// session when it has one (the one the login on this process wrote):
+// recent reports it, and the handler proves the session still exists by
+// writing it (httpapi.AuthClientRecent). Without a copy, or with one
+// that says the session ended, it reads the session.
+func (s *Server) authClientRecent(ctx context.Context, r *http.Request, now time.Time) (*store.Session, bool, error) {
+	at, err := s.accessToken(r, now)
+	if err != nil {
+		return nil, false, err
+	}
+	if sess, ok := s.db.RecentSession(at.SessionID); ok && sessionLive(sess, at, now) {
+		return sess, true, nil
+	}
+	sess, err := s.readSession(ctx, at, now)
+	return sess, false, err
+}
+
+// accessToken checks the access token of a request.
+func (s *Server) accessToken(r *http.Request, now time.Time) (tokens.AccessToken, error) {
+	tok, ok := bearer(r)
+	if !ok {
+		return tokens.AccessToken{}, httpapi.Unauthenticated("missing access token")
+	}
+	at, err := s.signer.VerifyAccessToken(tok, now)
+	if errors.Is(err, tokens.ErrExpired) {
+		return tokens.AccessToken{}, httpapi.Unauthenticated("access token expired")
+	}
+	if err != nil {
+		return tokens.AccessToken{}, httpapi.Unauthenticated("invalid access token")
+	}
+	return at, nil
+}
+
+// sessionLive reports whether sess is the live login session of at.
+func sessionLive(sess *store.Session, at tokens.AccessToken, now time.Time) bool {
+	return sess.Username == at.Username && now.Before(sess.ExpiresAt)
 }
 
 // bearer returns the credentials of an "Authorization: Bearer" header.

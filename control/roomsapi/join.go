@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/switchboardgg/switchboard/api"
@@ -15,9 +16,15 @@ import (
 
 // join is C1: POST /client/v1/game/rooms/{room_id}/join. The checks run
 // in the order of rooms spec §4: token (done by the endpoint) → fields →
-// room → ticket → seat → node; then the login session remembers the room
-// and the answer carries a connect ticket. A step that fails undoes what
-// the steps before it wrote (seat, ticket).
+// room → ticket → seat → node; between seat and node the login session
+// records the room (for C3), and the answer carries a connect ticket. A
+// step that fails undoes what the steps before it wrote (seat, ticket,
+// the session's entry).
+//
+// The route authenticates with httpapi.AuthClientRecent: when this
+// process has a copy of the login session (the login ran here), the
+// session is not read; the session's compare-and-set write, before the
+// node admits anyone, proves that it still exists (logout revokes).
 func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	j, err := s.joinFields(c)
 	if err != nil {
@@ -30,12 +37,16 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 		j.undoTicket(ctx, s)
 		return 0, nil, err
 	}
-	node, err := s.joinNode(ctx, j)
-	if err != nil {
+	if err := s.joinSession(ctx, j, c.SessionRecent); err != nil {
 		j.undo(ctx, s)
 		return 0, nil, err
 	}
-	s.joinSession(ctx, j)
+	node, err := s.joinNode(ctx, j)
+	if err != nil {
+		j.undoSession(ctx, s)
+		j.undo(ctx, s)
+		return 0, nil, err
+	}
 	return s.joinAnswer(j, node)
 }
 
@@ -53,6 +64,9 @@ type joinCall struct {
 
 	seat    int
 	created bool // this call took the seat
+
+	recorded  bool               // this call wrote the room into the session
+	prevEntry *store.SessionRoom // the session's entry of the room before, if any
 }
 
 // undoTicket gives back the ticket this call consumed.
@@ -199,19 +213,69 @@ func (s *Server) joinNode(ctx context.Context, j *joinCall) (*store.Node, error)
 	return node, nil
 }
 
-// joinSession records the room in the login session, for C3.
-func (s *Server) joinSession(ctx context.Context, j *joinCall) {
+// joinSession records the room in the login session, for C3. When the
+// session is this process's copy (recent), the write is what proves that
+// the session still exists, and its failure fails the join; a session
+// that already recorded the room is read by UpdateSession. Otherwise the endpoint read the
+// session, and only its end fails the join: C3 missing the room is not
+// worth failing a join for.
+func (s *Server) joinSession(ctx context.Context, j *joinCall, recent bool) error {
 	id := j.room.RoomID
-	if _, err := s.db.UpdateSession(ctx, j.sess.SessionID, func(ss *store.Session) error {
-		if e := ss.Room(id); e != nil && !e.Left && e.Seat == j.seat && ss.Rooms[0].RoomID == id {
+	ended := httpapi.Unauthenticated("login session ended")
+	_, err := s.db.UpdateSession(ctx, j.sess.SessionID, func(ss *store.Session) error {
+		j.recorded, j.prevEntry = false, nil
+		e := ss.Room(id)
+		if e != nil && !e.Left && e.Seat == j.seat && ss.Rooms[0].RoomID == id {
 			return errNoChange
 		}
+		if e != nil {
+			prev := *e
+			j.prevEntry = &prev
+		}
 		ss.PutRoom(store.SessionRoom{RoomID: id, Seat: j.seat, Username: j.sess.Username, JoinedAt: j.now.UTC()})
+		j.recorded = true
 		return nil
-	}); err != nil && !errors.Is(err, errNoChange) {
-		// The seat is held and the node admitted it; C3 will miss this
-		// room, which is not worth failing the join for.
-		s.log.Warn("join: record room in session", "room", id, "err", err)
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		j.recorded = false
+		return ended
+	case errors.Is(err, errNoChange):
+		// Nothing to write, decided on the session as read afresh
+		// (UpdateSession retries a refusal of its copy on a read): it
+		// exists.
+		return nil
+	case recent:
+		return err
+	}
+	s.log.Warn("join: record room in session", "room", id, "err", err)
+	return nil
+}
+
+// undoSession takes back the entry joinSession wrote when the node did
+// not admit the seat, restoring the one it replaced.
+func (j *joinCall) undoSession(ctx context.Context, s *Server) {
+	if !j.recorded {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	id := j.room.RoomID
+	_, err := s.db.UpdateSession(ctx, j.sess.SessionID, func(ss *store.Session) error {
+		e := ss.Room(id)
+		if e == nil || e.Left || e.Seat != j.seat || !e.JoinedAt.Equal(j.now.UTC()) {
+			return errNoChange // changed since: leave it
+		}
+		ss.Rooms = slices.DeleteFunc(ss.Rooms, func(e store.SessionRoom) bool { return e.RoomID == id })
+		if j.prevEntry != nil {
+			ss.PutRoom(*j.prevEntry)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNoChange) && !errors.Is(err, store.ErrNotFound) {
+		s.log.Warn("join: take the room back out of the session", "room", id, "err", err)
 	}
 }
 

@@ -158,7 +158,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Routes() []httpapi.Route {
 	const rooms = "/server/v1/game/rooms"
 	return []httpapi.Route{
-		{Method: "POST", Path: "/client/v1/game/rooms/{room_id}/join", Auth: httpapi.AuthClient, H: s.join},
+		{Method: "POST", Path: "/client/v1/game/rooms/{room_id}/join", Auth: httpapi.AuthClientRecent, H: s.join},
 		{Method: "POST", Path: "/client/v1/game/rooms/{room_id}/leave", Auth: httpapi.AuthClient, H: s.leave},
 		{Method: "GET", Path: "/client/v1/game/current", Auth: httpapi.AuthClient, H: s.current},
 		{Method: "POST", Path: rooms, Auth: httpapi.AuthServer, H: s.createRoom},
