@@ -45,7 +45,10 @@ type env struct {
 	reg    *prometheus.Registry
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with tweak applied to the UDP transport's Config.
+func newEnvWith(t *testing.T, tweak func(*udp.Config)) *env {
 	t.Helper()
 	e := &env{t: t, reg: prometheus.NewRegistry()}
 	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: t.TempDir(), Logger: discard})
@@ -86,7 +89,11 @@ func newEnv(t *testing.T) *env {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	e.udp, err = udp.New(udp.Config{Node: srv, Signer: e.signer, Logger: discard, Registerer: e.reg})
+	ucfg := udp.Config{Node: srv, Signer: e.signer, Logger: discard, Registerer: e.reg}
+	if tweak != nil {
+		tweak(&ucfg)
+	}
+	e.udp, err = udp.New(ucfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboardgg/switchboard/internal/sealed"
+	"github.com/switchboardgg/switchboard/node/udp"
 	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
@@ -180,5 +181,87 @@ func TestRebinding(t *testing.T) {
 	}
 	if _, body, err := roomudp.ParseSession(p); err != nil || roomwire.Type(body[0]) != roomwire.TypePong {
 		t.Fatalf("got %x, %v", p, err)
+	}
+}
+
+// TestResume: a new connection attempt (new nonce, the same key of the
+// latest C1) resumes the seat with the resume token; the old conv is
+// dead.
+func TestResume(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-resume", 1)
+	tk, kid, sk := e.ticket("r-resume", 0)
+	c := e.newClient(kid, sk)
+	var w roomwire.Welcome
+	if err := w.Unmarshal(c.handshake(helloBytes(t, tk))); err != nil {
+		t.Fatal(err)
+	}
+	c.unreliable(&roomwire.Ping{ClientMS: 1})
+	c.await(roomwire.TypePong)
+
+	c2 := e.newClient(kid, sk)
+	hs, err := roomwire.AppendHandshake(nil, roomwire.KindResume, w.ResumeToken, &roomwire.Resume{ClientNonce: 2, LastFrame: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w2 roomwire.Welcome
+	if err := w2.Unmarshal(c2.handshake(hs)); err != nil {
+		t.Fatalf("resume answered %v", err)
+	}
+	if w2.Conv == w.Conv || w2.Seat != 0 {
+		t.Fatalf("resumed conv %d seat %d (old conv %d)", w2.Conv, w2.Seat, w.Conv)
+	}
+	c2.unreliable(&roomwire.Ping{ClientMS: 3})
+	c2.await(roomwire.TypePong)
+	// The room replaced the old connection: it was closed (ERROR on KCP)
+	// and its datagrams no longer reach the room.
+	c.await(roomwire.TypeError)
+}
+
+// TestIdleSessionGoesOffline: a session that stops sending is ended after
+// IdleTimeout and the room tells the others its seat went offline
+// (timeout); the session that keeps pinging stays.
+func TestIdleSessionGoesOffline(t *testing.T) {
+	e := newEnvWith(t, func(c *udp.Config) { c.IdleTimeout = time.Second })
+	e.admit("r-idle", 2)
+	var cs [2]*client
+	for seat := range 2 {
+		tk, kid, sk := e.ticket("r-idle", seat)
+		cs[seat] = e.newClient(kid, sk)
+		cs[seat].handshake(helloBytes(t, tk))
+		cs[seat].unreliable(&roomwire.Ping{ClientMS: 1})
+		cs[seat].await(roomwire.TypePong)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // seat 0 keeps its heartbeat
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				b, _ := (&roomwire.Ping{ClientMS: 2}).AppendTo(nil)
+				_, _ = cs[0].pc.WriteToUDP(cs[0].seal(roomudp.ChannelMessage, b), e.addr)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	waitFor(t, "seat 1 offline (timeout)", func() bool {
+		cs[0].mu.Lock()
+		defer cs[0].mu.Unlock()
+		for _, m := range cs[0].messages {
+			var mm roomwire.Member
+			if roomwire.Type(m.msg[0]) == roomwire.TypeMember && mm.Unmarshal(m.msg) == nil &&
+				mm.Seat == 1 && mm.Kind == roomwire.MemberOffline && mm.Reason == "timeout" {
+				return true
+			}
+		}
+		return false
+	})
+	if got := e.counter("switchboard_node_udp_sessions"); got != 1 {
+		t.Errorf("sessions: %v, want 1", got)
 	}
 }
