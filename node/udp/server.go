@@ -473,6 +473,7 @@ func (s *Server) writeLoop(ctx context.Context, uc *udpio.Conn) {
 		}
 		n, err := uc.WriteBatch(batch)
 		s.m.out.Add(float64(n))
+		s.m.writes.Inc()
 		s.out.done(batch)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
