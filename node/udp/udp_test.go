@@ -265,3 +265,30 @@ func TestIdleSessionGoesOffline(t *testing.T) {
 		t.Errorf("sessions: %v, want 1", got)
 	}
 }
+
+// TestManyPlayersFrames: 4 rooms of 4 players over UDP play 30 frames; it
+// logs how many datagrams each sendmmsg batch carried (no assertion on
+// the figure: it depends on scheduling).
+func TestManyPlayersFrames(t *testing.T) {
+	e := newEnv(t)
+	var cs []*client
+	for r := range 4 {
+		id := "r-many-" + string(rune('a'+r))
+		e.admit(id, 4)
+		for seat := range 4 {
+			tk, kid, sk := e.ticket(id, seat)
+			c := e.newClient(kid, sk)
+			c.handshake(helloBytes(t, tk))
+			cs = append(cs, c)
+		}
+	}
+	for _, c := range cs {
+		c.reliable(&roomwire.Ready{})
+	}
+	out0, w0 := e.counter("switchboard_node_udp_datagrams_out_total"), e.counter("switchboard_node_udp_write_batches_total")
+	for _, c := range cs {
+		waitFor(t, "30 frames", func() bool { return c.count(roomwire.TypeFrame) >= 30 })
+	}
+	out, w := e.counter("switchboard_node_udp_datagrams_out_total")-out0, e.counter("switchboard_node_udp_write_batches_total")-w0
+	t.Logf("16 players, 4 rooms: %.0f datagrams in %.0f write batches (%.1f per batch)", out, w, out/w)
+}
