@@ -292,3 +292,20 @@ func TestManyPlayersFrames(t *testing.T) {
 	out, w := e.counter("switchboard_node_udp_datagrams_out_total")-out0, e.counter("switchboard_node_udp_write_batches_total")-w0
 	t.Logf("16 players, 4 rooms: %.0f datagrams in %.0f write batches (%.1f per batch)", out, w, out/w)
 }
+
+// TestHandshakeRate: beyond HandshakeRate new HANDSHAKEs are dropped
+// (busy) before their keys are derived.
+func TestHandshakeRate(t *testing.T) {
+	e := newEnvWith(t, func(c *udp.Config) { c.HandshakeRate, c.HandshakeBurst = 1, 1 })
+	c := e.newClient(roomudp.KeyID{1}, [32]byte{2}) // a key no C1 gave: every HANDSHAKE is bogus
+	hs := helloBytes(t, "AQ3k")
+	c.write(c.handshakeDatagram(hs))
+	waitFor(t, "bogus handshake counted", func() bool {
+		return e.counter("switchboard_node_udp_dropped_total", "reason", "auth") == 1
+	})
+	c.nonce[0]++ // another attempt
+	c.write(c.handshakeDatagram(hs))
+	waitFor(t, "busy counted", func() bool {
+		return e.counter("switchboard_node_udp_dropped_total", "reason", "busy") == 1
+	})
+}
