@@ -470,3 +470,26 @@ func (c *client) count(t roomwire.Type) int {
 	}
 	return n
 }
+
+// pingPong sends an unreliable PING every 200 ms until a PONG arrives
+// (like a real client's heartbeat: one datagram may be lost, e.g. when
+// the test's socket buffer filled with KCP retransmissions while it was
+// not reading), and returns the last PING datagram sent.
+func (c *client) pingPong() []byte {
+	c.t.Helper()
+	var last []byte
+	for range 50 {
+		last = c.unreliable(&roomwire.Ping{ClientMS: 1})
+		for range 20 {
+			if c.count(roomwire.TypePong) > 0 {
+				if p := c.await(roomwire.TypePong); !p.unreliable {
+					c.t.Error("PONG to an unreliable PING came on KCP")
+				}
+				return last
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	c.t.Fatal("no PONG after 10 s")
+	return nil
+}
