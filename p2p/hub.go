@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -56,7 +57,8 @@ type network struct {
 
 	mu      sync.RWMutex
 	peers   map[string]*peer
-	version uint64 // bumped on every join and leave
+	version uint64        // bumped on every join and leave
+	ver     atomic.Uint64 // version, for readers' destination caches
 }
 
 // peer is one peer id: it outlives its connection for the resume window.
@@ -95,6 +97,11 @@ type conn struct {
 	bw      bucket
 	routed  int // messages queued since the last flushCounts
 	routedB int // their bytes
+	// the last destination looked up, valid while its network's version
+	// is dstVer: a peer mostly talks to the same peer
+	dst    *peer
+	dstID  []byte
+	dstVer uint64
 }
 
 // New returns a hub. It starts nothing until [Hub.Serve].
@@ -462,6 +469,7 @@ func (h *Hub) join(c *conn, t *tokens.HubTicket) (*p2pwire.Welcome, p2pwire.Erro
 	p.net = n
 	n.peers[p.id] = p
 	n.version++
+	n.ver.Store(n.version)
 	for _, q := range n.peers {
 		if q != p {
 			q.addEvent(p.id, p2pwire.PeerJoined, n.version)
@@ -574,6 +582,7 @@ func (h *Hub) remove(p *peer, reason string) {
 	p.cond.Broadcast()
 	delete(n.peers, p.id)
 	n.version++
+	n.ver.Store(n.version)
 	for _, q := range n.peers {
 		q.addEvent(p.id, p2pwire.PeerLeft, n.version)
 	}
@@ -750,9 +759,15 @@ func (h *Hub) route(c *conn, r *p2pwire.Routing, body []byte, now int64) {
 	}
 	n := p.net
 	if !r.Broadcast() {
-		n.mu.RLock()
-		dst := n.peers[string(r.To)]
-		n.mu.RUnlock()
+		dst := c.dst
+		if dst == nil || n.ver.Load() != c.dstVer || !bytes.Equal(c.dstID, r.To) {
+			n.mu.RLock()
+			dst = n.peers[string(r.To)]
+			c.dstVer = n.version
+			n.mu.RUnlock()
+			c.dst = dst
+			c.dstID = append(c.dstID[:0], r.To...)
+		}
 		if dst == nil {
 			h.m.refuse("unknown_peer")
 			h.sendControl(p, &p2pwire.Error{Code: p2pwire.CodeUnknownPeer, MessageID: p2pwire.PeekMessageID(body, r),
