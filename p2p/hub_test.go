@@ -72,6 +72,12 @@ func TestMessagesAndRequestResponse(t *testing.T) {
 	if resp.From != bob.id() || resp.MessageID != 42 || string(resp.Payload) != "pong!" {
 		t.Fatalf("alice got response %+v", resp)
 	}
+	// A message larger than the reader's buffer (32 KiB) goes through whole.
+	big := bytes.Repeat([]byte("0123456789abcdef"), 100<<10/16)
+	alice.send(msgTo(bob.id(), "big", big))
+	if m := expect[*p2pwire.Msg](bob); !bytes.Equal(m.Payload, big) || m.Header != "big" {
+		t.Fatalf("big message: %d bytes, header %q", len(m.Payload), m.Header)
+	}
 	// Many messages in one go arrive in order (the writer coalesces).
 	var frames []byte
 	for i := range 500 {
