@@ -18,10 +18,12 @@
 //
 // # Routing
 //
-// The reader decodes the routing header only (p2pwire.DecodeRouting),
-// looks the destination up in the sender's network, and appends the
-// stamped frame — length, kind, flags, from, then the rest of the body as
-// it arrived — to the destination's send queue. Nothing is allocated per
+// The reader handles every whole frame in its read buffer in place, reads
+// the clock once per such batch, decodes the routing header only
+// (p2pwire.DecodeRouting), looks the destination up in the sender's network
+// (or reuses the last one while the network's version holds), and appends
+// the stamped frame — length, kind, flags, from, then the rest of the body
+// as it arrived — to the destination's send queue. Nothing is allocated per
 // routed message (TestRouteAllocatesNothing). A destination outside the
 // sender's network is an unknown peer. Request/response correlation is the
 // peers': the hub routes REQUEST and RESPONSE like MESSAGE, and puts the
