@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/switchboardgg/switchboard/protocol/p2pwire"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -91,6 +93,11 @@ func TestMessagesAndRequestResponse(t *testing.T) {
 		if binary.BigEndian.Uint32(m.Payload) != uint32(i) {
 			t.Fatalf("message %d: got %d", i, binary.BigEndian.Uint32(m.Payload))
 		}
+	}
+	alice.ping(1) // the reader counts per batch, before it reads the PING
+	var routed dto.Metric
+	if err := th.h.m.routed.Write(&routed); err != nil || routed.GetCounter().GetValue() != 504 {
+		t.Fatalf("routed counter %v (%v), want 504", routed.GetCounter().GetValue(), err)
 	}
 }
 
