@@ -3,6 +3,7 @@ package p2p
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -505,4 +506,59 @@ func waitDetached(t *testing.T, h *Hub, network, id string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("%s never detached", id)
+}
+
+// TestEventsCoalesce: what a peer has not been sent yet is coalesced — a
+// peer that joined and left in between is not mentioned, one that left and
+// came back neither — and the events go out sorted with the last version.
+func TestEventsCoalesce(t *testing.T) {
+	q := &peer{id: "q~1"}
+	q.cond.L = &q.mu
+	q.addEvent("b~1", p2pwire.PeerJoined, 1)
+	q.addEvent("a~1", p2pwire.PeerJoined, 2)
+	q.addEvent("b~1", p2pwire.PeerLeft, 3)
+	q.addEvent("c~1", p2pwire.PeerLeft, 4)
+	q.addEvent("c~1", p2pwire.PeerJoined, 5)
+	q.addEvent("d~1", p2pwire.PeerLeft, 6)
+	frame := appendEvents(nil, q)
+	m, err := p2pwire.Decode(frame[p2pwire.FrameHeaderSize:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := m.(*p2pwire.PeerEvents)
+	want := []p2pwire.PeerEvent{{Op: p2pwire.PeerJoined, Peer: "a~1"}, {Op: p2pwire.PeerLeft, Peer: "d~1"}}
+	if ev.Version != 6 || !slices.Equal(ev.Events, want) {
+		t.Fatalf("events %+v", ev)
+	}
+	if len(q.events) != 0 {
+		t.Fatalf("events left: %v", q.events)
+	}
+}
+
+// TestGarbageAfterHello: random bytes after HELLO end that connection (or
+// are refused) and nobody else notices.
+func TestGarbageAfterHello(t *testing.T) {
+	th := startHub(t, nil)
+	alice, _ := th.join("alice", "lobby")
+	for seed := range 5 {
+		c, _ := th.join(fmt.Sprintf("g%d", seed), "lobby")
+		garbage := make([]byte, 4096)
+		for i := range garbage {
+			garbage[i] = byte(i*131 + seed*17 + i*i)
+		}
+		c.sendRaw(garbage)
+		for {
+			m, err := c.read()
+			if err != nil {
+				break // closed
+			}
+			if e, ok := m.(*p2pwire.Error); ok && e.Closing {
+				continue
+			}
+		}
+	}
+	alice.ping(1)
+	if got := th.h.Peers("lobby"); !slices.Equal(got, []string{string(alice.id())}) {
+		t.Fatalf("peers %v", got)
+	}
 }
