@@ -22,7 +22,7 @@ type wireVectors struct {
 	} `json:"stamping"`
 }
 
-func loadVectors(t *testing.T) *wireVectors {
+func loadVectors(t testing.TB) *wireVectors {
 	t.Helper()
 	b, err := os.ReadFile("../testdata/p2pwire/messages.json")
 	if err != nil {
