@@ -38,7 +38,9 @@
 // messages per second and another routed bytes per second; a per-network
 // bucket bounds the bytes of all its peers; over either, the message is
 // dropped with ERROR rate_limited or quota_exceeded and the connection
-// stays. Frames are at most Config.MaxFrameSize, networks at most
+// stays. The per-peer buckets belong to the connection: a resumed peer
+// starts with full ones (a reconnect costs a TLS handshake, and the
+// network's bucket still holds). Frames are at most Config.MaxFrameSize, networks at most
 // Config.MaxPeersPerNetwork peers, the hub at most Config.MaxConns
 // connections. Nothing logged holds a ticket, a token or a payload.
 //
