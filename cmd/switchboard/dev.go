@@ -38,6 +38,10 @@ SIGHUP reloads the TLS certificate.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.cfg.Roles = system.AllRoles
+			if o.hub {
+				o.cfg.Roles |= system.RoleHub
+				o.cfg.Hub.Hub.AllowAnonymous = o.cfg.API.Control.AllowAnonymous
+			}
 			// A key given by flag or environment stays out of the ready
 			// file and the banner; dev's own key (kept in --data-dir) is
 			// shown, for the tools on this machine.
@@ -64,8 +68,10 @@ SIGHUP reloads the TLS certificate.`,
 	f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region the game node serves")
 	f.StringVar(&o.cfg.Relay.UDPAddr, "relay", "", "relay UDP listen address, e.g. 127.0.0.1:7702 (Unity Relay protocol and QoS); empty: no relay")
 	f.StringVar(&o.cfg.Relay.WSAddr, "relay-ws", "", "relay WebSocket listen address, e.g. 127.0.0.1:7703 (wss with --tls); empty: none")
+	f.BoolVar(&o.hub, "hub", false, "run the P2P hub too (TLS on --hub-addr; --allow-anonymous applies to it as well)")
 	addCommonFlags(f, o)
 	addControlTuning(f, o, devLoginRate, devLoginBurst)
 	addNodeTuning(f, o)
+	addHubFlags(f, o, "hub-addr")
 	return cmd
 }

@@ -29,6 +29,7 @@ type systemOptions struct {
 	cfg            system.Config
 	logLevel       string
 	tls            bool // dev --tls
+	hub            bool // dev --hub
 	frameRetention time.Duration
 }
 
@@ -116,6 +117,9 @@ func printBanner(w io.Writer, cfg system.Config, r system.Ready) {
 	}
 	if r.RelayWS != "" {
 		fmt.Fprintln(w, "  relay ws ", r.RelayWS)
+	}
+	if r.Hub != "" {
+		fmt.Fprintln(w, "  hub     ", r.Hub, "(TLS, sha256 "+r.HubFingerprint+")")
 	}
 	if r.Admin != "" {
 		fmt.Fprintln(w, "  admin   ", r.Admin+"/metrics")
