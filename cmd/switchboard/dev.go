@@ -42,6 +42,9 @@ SIGHUP reloads the TLS certificate.`,
 			// file and the banner; dev's own key (kept in --data-dir) is
 			// shown, for the tools on this machine.
 			resolveKeys(o)
+			if err := resolveRelay(o); err != nil {
+				return err
+			}
 			o.cfg.API.PublishServerKey = !cmd.Flags().Changed("server-key")
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
@@ -58,8 +61,9 @@ SIGHUP reloads the TLS certificate.`,
 	f.BoolVar(&o.cfg.API.Control.AllowAnonymous, "allow-anonymous", false, "accept client logins without an auth token (never in production)")
 	f.BoolVar(&o.tls, "tls", false, "serve https and wss with a self-signed certificate generated into --data-dir (its SHA-256 fingerprint is printed)")
 	f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region the game node serves")
-	f.StringVar(&o.cfg.Relay.UDPAddr, "relay", "", "relay UDP listen address, e.g. 127.0.0.1:7702 (Unity Relay protocol and QoS); empty: no relay")
-	f.StringVar(&o.cfg.Relay.WSAddr, "relay-ws", "", "relay WebSocket listen address, e.g. 127.0.0.1:7703 (wss with --tls); empty: none")
+	addRelayListenFlags(f, o, "")
+	addRelaySecretFlag(f, o)
+	addRelayAPIFlags(f, o)
 	addCommonFlags(f, o)
 	addControlTuning(f, o, devLoginRate, devLoginBurst)
 	addNodeTuning(f, o)

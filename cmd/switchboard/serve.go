@@ -12,13 +12,14 @@ import (
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve ROLE",
-		Short: "Run one role (control or node) against a NATS cluster",
+		Short: "Run one role (control, node or relay) against a NATS cluster",
 		Long: `serve runs one role of a production deployment. Every process of a
 deployment points at the same NATS cluster (--nats-url, JetStream enabled);
-run as many control and node processes as you need, on as many machines.
+run as many control, node and relay processes as you need, on as many
+machines.
 Each process owns its --data-dir (lock, node id, certificate).`,
 	}
-	cmd.AddCommand(newServeRoleCmd(system.RoleControl), newServeRoleCmd(system.RoleNode))
+	cmd.AddCommand(newServeRoleCmd(system.RoleControl), newServeRoleCmd(system.RoleNode), newServeRoleCmd(system.RoleRelay))
 	return cmd
 }
 
@@ -30,6 +31,12 @@ func newServeRoleCmd(r system.Role) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.cfg.Roles = r
 			resolveKeys(o)
+			if err := resolveRelay(o); err != nil {
+				return err
+			}
+			if r == system.RoleRelay && o.cfg.Relay.UDPAddr == "" && o.cfg.Relay.WSAddr == "" {
+				return errors.New("a relay listener is required: --relay or --relay-ws")
+			}
 			if r == system.RoleControl && o.cfg.API.ServerKey == "" {
 				return errors.New("a server key is required: --server-key or $SWITCHBOARD_SERVER_KEY")
 			}
@@ -52,11 +59,20 @@ func newServeRoleCmd(r system.Role) *cobra.Command {
 		f.StringVar(&o.cfg.API.ServerKey, "server-key", "", "server API key (default: $SWITCHBOARD_SERVER_KEY; required)")
 		f.BoolVar(&o.cfg.API.Control.AllowAnonymous, "allow-anonymous", false, "accept client logins without an auth token (never in production)")
 		addControlTuning(f, o, control.DefaultLoginRate, control.DefaultLoginBurst)
+		addRelaySecretFlag(f, o)
+		addRelayAPIFlags(f, o)
 	case system.RoleNode:
 		cmd.Short = "Serve a game node (WebSocket)"
 		f.StringVar(&o.cfg.Node.Addr, "node", defaultNodeAddr, "game node WebSocket listen address")
 		f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region this node serves (rooms created with a region go to its nodes)")
 		addNodeTuning(f, o)
+	case system.RoleRelay:
+		cmd.Short = "Serve a relay node (Unity Relay protocol over UDP and WebSocket)"
+		addRelayListenFlags(f, o, "127.0.0.1:7702")
+		addRelaySecretFlag(f, o)
+		f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region this relay serves (allocations asking for a region go to its relays)")
+		f.StringVar(&o.cfg.Node.ID, "node-id", "",
+			"this relay's id, unique in the deployment (default: kept in --data-dir, derived from the host name on first start)")
 	}
 	return cmd
 }

@@ -29,6 +29,7 @@ type systemOptions struct {
 	logLevel       string
 	tls            bool // dev --tls
 	frameRetention time.Duration
+	relay          relayOptions
 }
 
 // shutdownGrace bounds the drain on SIGINT/SIGTERM.
