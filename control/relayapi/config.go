@@ -21,6 +21,9 @@ const (
 	// accepted by its relay node: a client may re-bind that long after
 	// allocating. It must not exceed the store's RelayTTL.
 	DefaultAllocationTTL = 6 * time.Hour
+	// MaxAllocationTTL caps AllocationTTL: the store keeps allocation and
+	// join code records store.DefaultRelayTTL after their last write.
+	MaxAllocationTTL = store.DefaultRelayTTL
 	// DefaultJoinCodeLength is the length of a join code (Unity: 6).
 	DefaultJoinCodeLength = api.RelayMinJoinCodeLen
 	// DefaultRequestsPerMinute limits each call (allocate, joincode,
@@ -74,8 +77,8 @@ type Config struct {
 	// RegionDescriptions are the descriptions GET /relay/v1/regions shows,
 	// by region id; a region without one is described by its id.
 	RegionDescriptions map[string]string
-	// AllocationTTL is the lifetime of connection data. Zero means
-	// DefaultAllocationTTL.
+	// AllocationTTL is the lifetime of connection data, at most
+	// MaxAllocationTTL. Zero means DefaultAllocationTTL.
 	AllocationTTL time.Duration
 	// JoinCodeLength is the length of new join codes, 6 to 12. Zero means
 	// DefaultJoinCodeLength.

@@ -59,6 +59,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AllocationTTL <= 0 {
 		cfg.AllocationTTL = DefaultAllocationTTL
 	}
+	if cfg.AllocationTTL > MaxAllocationTTL {
+		return nil, fmt.Errorf("relayapi: %w: AllocationTTL %s over %s (the store keeps relay records %s)", ErrConfig,
+			cfg.AllocationTTL, MaxAllocationTTL, store.DefaultRelayTTL)
+	}
 	if cfg.JoinCodeLength == 0 {
 		cfg.JoinCodeLength = DefaultJoinCodeLength
 	}
