@@ -37,6 +37,10 @@ func newServeRoleCmd(r system.Role) *cobra.Command {
 			if r == system.RoleRelay && o.cfg.Relay.UDPAddr == "" && o.cfg.Relay.WSAddr == "" {
 				return errors.New("a relay listener is required: --relay or --relay-ws")
 			}
+			if r == system.RoleRelay && len(o.cfg.Relay.Secret) == 0 {
+				// A secret of its own would open no allocation control seals.
+				return errors.New("the deployment's relay secret is required: --relay-secret-file or $SWITCHBOARD_RELAY_SECRET (the same as control's)")
+			}
 			if r == system.RoleControl && o.cfg.API.ServerKey == "" {
 				return errors.New("a server key is required: --server-key or $SWITCHBOARD_SERVER_KEY")
 			}
