@@ -7,27 +7,39 @@ package api
 
 // Relay error codes: [RelayProblem].Code (Unity's RelayExceptionReason).
 const (
-	RelayCodeInvalidRequest      = 15001 // 400: a field is missing or out of range
-	RelayCodeRegionNotFound      = 15007 // 404: no such region
-	RelayCodeAllocationNotFound  = 15008 // 404: no such allocation (or not the caller's)
-	RelayCodeJoinCodeNotFound    = 15009 // 404: no live join code
-	RelayCodeNoSuitableRelay     = 15010 // 503: no healthy relay node in the region
-	RelayCodeInvalidArgument     = 15400 // 400: malformed body
-	RelayCodeUnauthorized        = 15401 // 401
-	RelayCodeForbidden           = 15403 // 403
-	RelayCodeEntityNotFound      = 15404 // 404: no such endpoint
-	RelayCodeMethodNotAllowed    = 15405 // 405
-	RelayCodeRateLimited         = 15429 // 429
-	RelayCodeInternal            = 15500 // 500
-	RelayCodeServiceUnavailable  = 15503 // 503
-	RelayProblemTypePrefix       = "https://switchboard.gg/problems/relay/"
-	RelayProblemContentType      = "application/problem+json"
-	RelayJoinCodeAlphabet        = "6789BCDFGHJKLMNPQRTW"
-	RelayMinJoinCodeLen          = 6
-	RelayMaxJoinCodeLen          = 12
-	RelayMaxConnectionsLimit     = 100
-	RelayMaxRegionLen            = 32
-	RelayAllocationIDBytesLength = 16
+	RelayCodeInvalidRequest     = 15001 // 400: a field is missing or out of range
+	RelayCodeRegionNotFound     = 15007 // 404: no such region
+	RelayCodeAllocationNotFound = 15008 // 404: no such allocation (or not the caller's)
+	RelayCodeJoinCodeNotFound   = 15009 // 404: no live join code
+	RelayCodeNoSuitableRelay    = 15010 // 503: no healthy relay node in the region
+	RelayCodeInvalidArgument    = 15400 // 400: malformed body
+	RelayCodeUnauthorized       = 15401 // 401
+	RelayCodeForbidden          = 15403 // 403
+	RelayCodeEntityNotFound     = 15404 // 404: no such endpoint
+	RelayCodeMethodNotAllowed   = 15405 // 405
+	RelayCodeRateLimited        = 15429 // 429
+	RelayCodeInternal           = 15500 // 500
+	RelayCodeServiceUnavailable = 15503 // 503
+)
+
+// Fixed values and limits of the relay API.
+const (
+	// RelayProblemTypePrefix starts [RelayProblem].Type, followed by the
+	// status text in lower case with dashes ("not-found").
+	RelayProblemTypePrefix = "https://switchboard.gg/problems/relay/"
+	// RelayProblemContentType is the Content-Type of relay errors.
+	RelayProblemContentType = "application/problem+json"
+	// RelayJoinCodeAlphabet is the alphabet of join codes (Unity's).
+	RelayJoinCodeAlphabet = "6789BCDFGHJKLMNPQRTW"
+	// RelayMinJoinCodeLen and RelayMaxJoinCodeLen bound a join code's
+	// length.
+	RelayMinJoinCodeLen = 6
+	RelayMaxJoinCodeLen = 12
+	// RelayMaxConnectionsLimit caps maxConnections (Unity: 100 players
+	// per session).
+	RelayMaxConnectionsLimit = 100
+	// RelayMaxRegionLen bounds a region id, in bytes.
+	RelayMaxRegionLen = 32
 )
 
 // RelayProblem is the error body of every /relay/v1 and /qos/v1 error
