@@ -183,3 +183,24 @@ type RelayKeyResponse struct {
 type ListRelayKeysResponse struct {
 	Keys []RelayKey `json:"keys"`
 }
+
+// RelayNode is a live relay node of the registry, as the server API shows
+// it.
+type RelayNode struct {
+	NodeID string `json:"node_id"`
+	Region string `json:"region,omitempty"`
+	// Addresses are the public addresses clients are given: "udp"
+	// (IPv4), "udp6", "ws" (a ws:// or wss:// URL).
+	Addresses map[string]string `json:"addresses"`
+	// Load is live allocations over the node's maximum, 0 to 1.
+	Load      float64 `json:"load"`
+	Draining  bool    `json:"draining"`
+	BootEpoch uint64  `json:"boot_epoch"`
+	StartedAt Time    `json:"started_at"`
+	Version   string  `json:"version,omitempty"`
+}
+
+// ListRelayNodesResponse is the answer of GET /server/v1/relay/nodes.
+type ListRelayNodesResponse struct {
+	Nodes []RelayNode `json:"nodes"`
+}

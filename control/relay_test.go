@@ -100,3 +100,20 @@ func TestRelayKeys(t *testing.T) {
 		t.Errorf("revoked key: %d", res.StatusCode)
 	}
 }
+
+// TestRelayNodes: the server API lists the live relay nodes.
+func TestRelayNodes(t *testing.T) {
+	e := relayEnv(t)
+	r := e.server("GET", "/relay/nodes", nil)
+	want(t, r, http.StatusOK)
+	nodes, _ := r.body["nodes"].([]any)
+	if len(nodes) != 1 {
+		t.Fatalf("nodes %s", r.raw)
+	}
+	n := nodes[0].(map[string]any)
+	if n["node_id"] != "relay-1" || n["region"] != "eu" || n["boot_epoch"] != float64(1) ||
+		n["addresses"].(map[string]any)["udp"] != "127.0.0.1:37000" {
+		t.Errorf("node %s", r.raw)
+	}
+	want(t, e.do("GET", "/server/v1/relay/nodes", "", nil), http.StatusUnauthorized, api.CodeUnauthenticated)
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -265,6 +266,11 @@ func TestServeRelayTwoRegions(t *testing.T) {
 		return net.JoinHostPort(a.ServerEndpoints[0].Host, strconv.Itoa(a.ServerEndpoints[0].Port))
 	}
 
+	nodes, err := exec.Command(binary, "relay", "nodes", "--api", base, "--server-key", "e2e-server-key-0123456789").Output()
+	if err != nil || !strings.Contains(string(nodes), "relay-eu") || !strings.Contains(string(nodes), "relay-us") ||
+		!strings.Contains(string(nodes), relayUDPOf(eu)) {
+		t.Fatalf("relay nodes: %v\n%s", err, nodes)
+	}
 	var regions api.RelayResponse[api.RelayRegionsData]
 	if st := relayREST(t, base, "", "GET", "/relay/v1/regions", "", &regions); st != 200 || len(regions.Data.Regions) != 2 {
 		t.Fatalf("regions: %d %+v", st, regions.Data)

@@ -36,3 +36,15 @@ func (c *Client) ListRelayKeys(ctx context.Context) ([]RelayKey, error) {
 func (c *Client) RevokeRelayKey(ctx context.Context, keyID string) error {
 	return c.do(ctx, http.MethodDelete, "/server/v1/relay/keys/"+url.PathEscape(keyID), nil, nil)
 }
+
+// RelayNode is a live relay node.
+type RelayNode = api.RelayNode
+
+// ListRelayNodes returns the live relay nodes of the registry.
+func (c *Client) ListRelayNodes(ctx context.Context) ([]RelayNode, error) {
+	var resp api.ListRelayNodesResponse
+	if err := c.do(ctx, http.MethodGet, "/server/v1/relay/nodes", nil, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Nodes, nil
+}

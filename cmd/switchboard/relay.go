@@ -10,8 +10,36 @@ import (
 func newRelayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "relay",
-		Short: "Manage the relay: per-project API keys",
+		Short: "Manage the relay: per-project API keys, relay nodes",
 	}
+	var nf apiFlags
+	nodes := &cobra.Command{
+		Use:   "nodes",
+		Short: "List the live relay nodes: region, public addresses, load, draining",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := nf.backend()
+			if err != nil {
+				return err
+			}
+			ns, err := c.ListRelayNodes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NODE_ID\tREGION\tUDP\tUDP6\tWS\tLOAD\tSTATE")
+			for _, n := range ns {
+				state := "serving"
+				if n.Draining {
+					state = "draining"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\n", n.NodeID, orDash(n.Region), orDash(n.Addresses["udp"]),
+					orDash(n.Addresses["udp6"]), orDash(n.Addresses["ws"]), n.Load, state)
+			}
+			return w.Flush()
+		},
+	}
+	nf.register(nodes)
 	keys := &cobra.Command{
 		Use:   "keys",
 		Short: "Create, list and revoke relay API keys (the Bearer a game sends to /relay/v1)",
@@ -81,6 +109,13 @@ func newRelayCmd() *cobra.Command {
 	}
 	rf.register(revoke)
 	keys.AddCommand(create, list, revoke)
-	cmd.AddCommand(keys)
+	cmd.AddCommand(keys, nodes)
 	return cmd
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

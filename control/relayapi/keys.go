@@ -21,7 +21,7 @@ const (
 	MaxProject = 64
 )
 
-// Routes returns the server API's relay routes (API keys), for control's
+// Routes returns the server API's relay routes (API keys, relay nodes), for control's
 // mux: they speak the server API's JSON and errors, not Unity's.
 func (s *Server) Routes() []httpapi.Route {
 	const keys = "/server/v1/relay/keys"
@@ -29,7 +29,26 @@ func (s *Server) Routes() []httpapi.Route {
 		{Method: "POST", Path: keys, Auth: httpapi.AuthServer, H: s.createKey},
 		{Method: "GET", Path: keys, Auth: httpapi.AuthServer, H: s.listKeys},
 		{Method: "DELETE", Path: keys + "/{key_id}", Auth: httpapi.AuthServer, H: s.revokeKey},
+		{Method: "GET", Path: "/server/v1/relay/nodes", Auth: httpapi.AuthServer, H: s.listNodes},
 	}
+}
+
+// listNodes: GET /server/v1/relay/nodes, the live relay nodes.
+func (s *Server) listNodes(ctx context.Context, _ *httpapi.Call) (int, any, error) {
+	nodes, err := s.db.ListRoleNodes(ctx, store.RoleRelay)
+	if err != nil {
+		return 0, nil, err
+	}
+	out := api.ListRelayNodesResponse{Nodes: make([]api.RelayNode, 0, len(nodes))}
+	for _, n := range nodes {
+		addrs := n.Addresses
+		if addrs == nil {
+			addrs = map[string]string{}
+		}
+		out.Nodes = append(out.Nodes, api.RelayNode{NodeID: n.NodeID, Region: n.Region, Addresses: addrs, Load: n.Load,
+			Draining: n.Draining, BootEpoch: n.BootEpoch, StartedAt: api.NewTime(n.StartedAt), Version: n.Version})
+	}
+	return http.StatusOK, &out, nil
 }
 
 func validName(s string, max int) bool {
