@@ -31,7 +31,9 @@ func newDevCmd() *cobra.Command {
 		Short: "Run the whole system in one process with an embedded NATS server",
 		Long: `dev runs the control plane, a game node and an embedded NATS server
 (JetStream on disk under --data-dir) in one process, and with --relay and
---relay-ws the relay data plane (its secret kept in --data-dir). Every
+--relay-ws the relay data plane (its secret kept in --data-dir) behind Unity
+Relay's REST API on --api (/relay/v1: an API key from 'switchboard relay keys
+create', an access token, or --relay-allow-anonymous). Every
 listener takes HOST:PORT; port 0 picks a free port, and --ready-file receives the real
 addresses once every role has started. SIGINT or SIGTERM drains and exits;
 SIGHUP reloads the TLS certificate.`,
