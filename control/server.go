@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/control/relayapi"
 	"github.com/switchboardgg/switchboard/control/roomsapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -36,6 +36,7 @@ type Server struct {
 	metrics    *httpapi.Metrics
 	loginLimit *httpapi.Limiter
 	rooms      *roomsapi.Server
+	relay      *relayapi.Server // nil: Config.Relay is nil
 	handler    http.Handler
 	srv        *http.Server
 }
@@ -90,15 +91,31 @@ func New(cfg Config) (*Server, error) {
 		loginLimit: httpapi.NewLimiter(cfg.LoginRate, cfg.LoginBurst, cfg.MaxRateLimitKeys),
 		rooms:      rooms,
 	}
-	routes := s.routes()
 	names := []string{routeUnmatched}
-	for _, rt := range routes {
+	for _, rt := range s.routes() {
 		names = append(names, rt.Method+" "+rt.Path)
+	}
+	if cfg.Relay != nil {
+		names = append(names, relayapi.RouteNames()...)
 	}
 	if s.metrics, err = httpapi.NewMetrics(cfg.Registerer, names); err != nil {
 		return nil, err
 	}
-	s.handler = s.buildMux(routes)
+	if cfg.Relay != nil {
+		rc := *cfg.Relay
+		rc.DB, rc.AuthClient, rc.Metrics = cfg.DB, s.authClient, s.metrics
+		rc.RequestTimeout, rc.MaxRateLimitKeys = cfg.RequestTimeout, cfg.MaxRateLimitKeys
+		if rc.Logger == nil {
+			rc.Logger = cfg.Logger
+		}
+		if rc.Now == nil {
+			rc.Now = cfg.Now
+		}
+		if s.relay, err = relayapi.New(rc); err != nil {
+			return nil, fmt.Errorf("control: relay API: %w", err)
+		}
+	}
+	s.handler = s.buildMux(s.routes())
 	s.srv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -112,7 +129,8 @@ func New(cfg Config) (*Server, error) {
 }
 
 // routes is the route table: control's own routes, then those of the
-// APIs it mounts (roomsapi; /relay/v1 will be mounted the same way).
+// APIs it mounts (roomsapi, relayapi's server routes). relayapi's
+// Unity-facing routes are mounted whole at their prefixes (buildMux).
 func (s *Server) routes() []httpapi.Route {
 	const (
 		none   = httpapi.AuthNone
@@ -128,7 +146,11 @@ func (s *Server) routes() []httpapi.Route {
 		{Method: "GET", Path: "/server/v1/nodes", Auth: server, H: s.listNodes},
 		{Method: "POST", Path: "/server/v1/nodes/{node_id}/drain", Auth: server, H: s.drainNode},
 	}
-	return append(own, s.rooms.Routes()...)
+	routes := append(own, s.rooms.Routes()...)
+	if s.relay != nil {
+		routes = append(routes, s.relay.Routes()...)
+	}
+	return routes
 }
 
 // buildMux routes by path with a ServeMux, then by method itself, so that
@@ -169,6 +191,10 @@ func (s *Server) buildMux(routes []httpapi.Route) http.Handler {
 			s.unmatched(w, r, &httpapi.Error{Status: http.StatusMethodNotAllowed, Code: api.CodeInvalidArgument,
 				Message: "method " + r.Method + " not allowed here; allowed: " + strings.Join(allow, ", ")})
 		}))
+	}
+	if s.relay != nil {
+		mux.Handle(relayapi.RelayPrefix, s.relay.Handler())
+		mux.Handle(relayapi.QoSPrefix, s.relay.Handler())
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.unmatched(w, r, httpapi.NotFound("no such endpoint"))
@@ -269,23 +295,8 @@ func bearer(r *http.Request) (string, bool) {
 	return cred, cred != ""
 }
 
-// clientIP is the rate-limit key of C0: the peer address, and for IPv6
-// its /64, the prefix one subscriber or host gets (RFC 6177), so that a
-// client cannot take a new bucket per address of its prefix. An
-// IPv4-mapped IPv6 address counts as the IPv4 address. Proxy headers are
-// not trusted.
-func clientIP(r *http.Request) string {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr // not ip:port (a test's or a unix socket's)
-	}
-	a := ap.Addr().Unmap().WithZone("")
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.String()
-}
+// clientIP is the rate-limit key of C0: see httpapi.ClientIP.
+func clientIP(r *http.Request) string { return httpapi.ClientIP(r) }
 
 // Handler returns the handler of every route; mount it at the root.
 func (s *Server) Handler() http.Handler { return s.handler }

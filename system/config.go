@@ -19,9 +19,14 @@ const (
 	RoleControl Role = 1 << iota
 	// RoleNode runs a game node (WebSocket).
 	RoleNode
+	// RoleRelay runs the relay data plane (`switchboard serve relay`, or
+	// `dev --relay`) when RelayConfig has a UDP or WebSocket address, and
+	// registers it in the node registry.
+	RoleRelay
 
-	// AllRoles is every role `switchboard dev` runs by default.
-	AllRoles = RoleControl | RoleNode
+	// AllRoles is every role: what `switchboard dev` runs (the relay only
+	// with --relay or --relay-ws).
+	AllRoles = RoleControl | RoleNode | RoleRelay
 )
 
 // RoleHub runs the P2P hub (TLS); `switchboard dev --hub` adds it.
@@ -36,7 +41,7 @@ func (r Role) String() string {
 	for _, n := range []struct {
 		r    Role
 		name string
-	}{{RoleControl, "control"}, {RoleNode, "node"}, {RoleHub, "hub"}} {
+	}{{RoleControl, "control"}, {RoleNode, "node"}, {RoleRelay, "relay"}, {RoleHub, "hub"}} {
 		if r&n.r != 0 {
 			if s != "" {
 				s += "+"

@@ -39,13 +39,14 @@ type System struct {
 	servers []*server // in drain order: node, api, admin
 
 	// owned by Start, then by Close
-	lock   *dirLock
-	lns    []net.Listener // every listener, closed again by Close
-	emb    *backbone.Embedded
-	conns  []*backbone.Conn
-	probe  *backbone.Probe // made with the first connection; nil without
-	signer *tokens.Signer
-	wrote  bool // the ready file exists
+	lock      *dirLock
+	lns       []net.Listener // every listener, closed again by Close
+	emb       *backbone.Embedded
+	conns     []*backbone.Conn
+	probe     *backbone.Probe // made with the first connection; nil without
+	signer    *tokens.Signer
+	relayKeys *tokens.RelayKeyring // made at first use (relay, control)
+	wrote     bool                 // the ready file exists
 
 	wg      sync.WaitGroup // the serve goroutines
 	done    chan struct{}  // closed when a role failed
@@ -101,6 +102,11 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	if err := s.startBackbone(); err != nil {
 		return nil, err
 	}
+	if cfg.Roles&RoleRelay != 0 {
+		if err := s.startRelay(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Roles&RoleNode != 0 {
 		if err := s.startNode(ctx); err != nil {
 			return nil, err
@@ -110,9 +116,6 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 		if err := s.startControl(ctx); err != nil {
 			return nil, err
 		}
-	}
-	if err := s.startRelay(); err != nil {
-		return nil, err
 	}
 	if cfg.Roles&RoleHub != 0 {
 		if err := s.startHub(ctx); err != nil {
@@ -408,6 +411,16 @@ func (s *System) startControl(ctx context.Context) error {
 	cc.Logger = s.log.With("component", "control")
 	cc.Registerer = s.reg
 	cc.Health = s.Health
+	relayKeys, err := s.relayKeyring()
+	if err != nil {
+		return err
+	}
+	rc := c.Relay.API
+	rc.Keys = relayKeys
+	cc.Relay = &rc
+	if rc.AllowAnonymous {
+		cc.Logger.Warn("relay allow-anonymous is on: anyone may allocate relay slots without credentials; never in production")
+	}
 	if cc.AllowAnonymous {
 		cc.Logger.Warn("allow-anonymous is on: C0 logs anyone in without an auth token, as any username they choose; never in production")
 	}

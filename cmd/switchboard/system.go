@@ -31,6 +31,7 @@ type systemOptions struct {
 	tls            bool // dev --tls
 	hub            bool // dev --hub
 	frameRetention time.Duration
+	relay          relayOptions
 }
 
 // shutdownGrace bounds the drain on SIGINT/SIGTERM.
