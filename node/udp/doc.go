@@ -20,6 +20,10 @@
 // authenticate is dropped and counted by reason, never answered; the only
 // answer to a datagram not yet tied to a session is the HANDSHAKE REPLY,
 // once per accepted sequence number, to a HANDSHAKE padded to 1200 bytes.
+// Until a seated session's first SESSION datagram arrives (it is then
+// established) the node sends it only KCP, whose retransmissions back
+// off; unreliable messages (FRAME, CUSTOM) are dropped as if lost, so a
+// HANDSHAKE from a forged or silent address gets no stream at tick rate.
 //
 // A session ends when it sends no authenticated datagram for
 // Config.IdleTimeout (the seat goes offline, reason timeout), when a

@@ -95,10 +95,19 @@ func (ss *session) output(_ *kcploop.Conv, b []byte) {
 
 // sendPayload sends one message: as one datagram when unreliable and it
 // fits, else on KCP. It reports false when the session must be dropped.
+//
+// Before the session is established an unreliable message is dropped, as
+// if lost: nothing has yet shown that the client holds the session keys
+// at the handshake's address, and a started room's FRAMEs (one a tick)
+// would otherwise stream there until HandshakeTimeout — about 300
+// datagrams for one HANDSHAKE at 30 Hz. KCP is bounded by its backoff and
+// carries what the client must not miss.
 func (ss *session) sendPayload(p []byte, unreliable bool) bool {
 	s := ss.s
 	if unreliable && len(p) <= s.cfg.MTU-roomudp.SessionOverhead {
-		s.out.seal(s, ss.send, roomudp.ChannelMessage, p, ss.dest())
+		if to, ok := ss.liveDest(); ok {
+			s.out.seal(s, ss.send, roomudp.ChannelMessage, p, to)
+		}
 		return true
 	}
 	if err := ss.kcp.Send(p); err != nil {
@@ -172,6 +181,13 @@ func (ss *session) dest() netip.AddrPort {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.addr
+}
+
+// liveDest returns the session's address and whether it is established.
+func (ss *session) liveDest() (netip.AddrPort, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.addr, ss.established
 }
 
 // heard records an authenticated SESSION datagram: the session is

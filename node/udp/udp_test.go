@@ -121,6 +121,65 @@ func TestHandshakeRetransmitReplayForgery(t *testing.T) {
 	waitFor(t, "session replay counted", func() bool { return drops("replay") == 2 })
 }
 
+// TestQuietUntilEstablished: before the client's first SESSION datagram
+// the node sends only KCP (which backs off), never the room's unreliable
+// messages, however long the client stays silent; once it speaks, FRAMEs
+// come unreliable.
+func TestQuietUntilEstablished(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-quiet", 1)
+	tk, kid, sk := e.ticket("r-quiet", 0)
+	c := e.newClient(kid, sk)
+	c.write(c.handshakeDatagram(helloBytes(t, tk)))
+	r := c.readReply(5 * time.Second)
+	if r == nil {
+		t.Fatal("no reply")
+	}
+	p, _, err := c.hsOpen.Open(nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, w, err := roomudp.ParseReply(p)
+	if err != nil || roomwire.Type(w[0]) != roomwire.TypeWelcome {
+		t.Fatalf("reply %x (%v)", w, err)
+	}
+	var wm roomwire.Welcome
+	if err := wm.Unmarshal(w); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := roomudp.SessionKeys(&c.sk, &c.nonce, &sn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, _ := sealed.NewOpener(keys.R2I[:], wm.Conv)
+	// Three KCP datagrams: the first send and two retransmissions (RTO
+	// 200 ms, then 300 ms), long enough for a 30 Hz room to tick a dozen
+	// times.
+	for kcp := 0; kcp < 3; {
+		d := c.read(5 * time.Second)
+		if d == nil {
+			t.Fatalf("%d KCP datagrams, then silence", kcp)
+		}
+		b, _, err := open.Open(nil, d)
+		if err != nil {
+			continue // a resent reply
+		}
+		ch, body, err := roomudp.ParseSession(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch != roomudp.ChannelKCP {
+			t.Fatalf("unreliable %s before the client spoke", roomwire.Type(body[0]))
+		}
+		kcp++
+	}
+	c.start(sn, w)
+	c.pingPong()
+	if f := c.await(roomwire.TypeFrame); !f.unreliable {
+		t.Error("FRAME came on KCP")
+	}
+}
+
 // TestTicketMustMatchKey: a HELLO whose ticket is not the key id's gets
 // ERROR 1, sealed; the ticket stays unused.
 func TestTicketMustMatchKey(t *testing.T) {
