@@ -9,11 +9,15 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/switchboardgg/switchboard/internal/kcploop"
+
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/internal/teststack"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(kcploop.KCPSchedulerGoroutine)) // kcp-go starts it at init (system imports node/udp)
+}
 
 // TestRelay: with Config.Relay the stack runs a relay node, and the relay
 // REST API allocates on it without credentials.
