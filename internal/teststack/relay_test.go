@@ -9,9 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/switchboardgg/switchboard/internal/kcploop"
-
 	"github.com/switchboardgg/switchboard/api"
+	"github.com/switchboardgg/switchboard/internal/kcploop"
 	"github.com/switchboardgg/switchboard/internal/teststack"
 )
 
