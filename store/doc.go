@@ -29,6 +29,8 @@
 //	<prefix>_tickets   hex SHA-256 of the ticket    JoinTicket    Config.TicketTTL (24 h)
 //	<prefix>_nodes     <role>.<node_id>             Node          Config.NodeTTL (15 s)
 //	<prefix>_config    "signing_key"                base64 of 32 bytes  none
+//	<prefix>_p2pnets   network name                 P2PNetwork    Config.P2PNetworkTTL (30 days)
+//	<prefix>_p2pcodes  hex SHA-256 of a join code   P2PJoinCode   Config.P2PNetworkTTL
 //
 // The TTL of a bucket counts from a record's last write.
 //

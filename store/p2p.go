@@ -1,0 +1,194 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/switchboardgg/switchboard/backbone"
+)
+
+// P2P records: networks of the P2P pillar and their join codes.
+//
+//	bucket               key                        value         TTL
+//	<prefix>_p2pnets     network name               P2PNetwork    Config.P2PNetworkTTL (30 days)
+//	<prefix>_p2pcodes    hex SHA-256 of the code    P2PJoinCode   Config.P2PNetworkTTL
+//
+// A network's record is written when it is made (by its first join or by
+// the server API) and when it changes; a join rewrites it at most once per
+// P2PTouchInterval, so that a network in use never expires and one
+// nobody joined for P2PNetworkTTL is forgotten (its name can then be made
+// again, on any hub).
+
+// Defaults of the P2P records.
+const (
+	// DefaultP2PNetworkTTL is how long a network record lives after its
+	// last write.
+	DefaultP2PNetworkTTL = 30 * 24 * time.Hour
+	// P2PTouchInterval is how often a join rewrites its network's record
+	// to keep it alive.
+	P2PTouchInterval = time.Hour
+)
+
+// P2PNetwork is a network of peers: which hub runs it and who may join.
+type P2PNetwork struct {
+	Name  string `json:"name"`
+	HubID string `json:"hub_id"` // the hub node the network lives on
+	// JoinCodeHash is the hex SHA-256 of the upper-case join code; empty:
+	// no code is needed.
+	JoinCodeHash string `json:"join_code_hash,omitempty"`
+	// AllowList, sorted, is the only usernames that may join; empty: any.
+	AllowList []string `json:"allow_list,omitempty"`
+	// Bans, sorted, are the usernames that may not join.
+	Bans      []string  `json:"bans,omitempty"`
+	MaxPeers  int       `json:"max_peers"`
+	CreatedBy string    `json:"created_by"` // "server", or the username of the first join
+	CreatedAt time.Time `json:"created_at"`
+	TouchedAt time.Time `json:"touched_at"` // last write by a join
+}
+
+// Clone returns a deep copy of n.
+func (n *P2PNetwork) Clone() *P2PNetwork {
+	c := *n
+	c.AllowList = slices.Clone(n.AllowList)
+	c.Bans = slices.Clone(n.Bans)
+	return &c
+}
+
+// Allowed reports whether username may join by the allow list.
+func (n *P2PNetwork) Allowed(username string) bool {
+	if len(n.AllowList) == 0 {
+		return true
+	}
+	_, ok := slices.BinarySearch(n.AllowList, username)
+	return ok
+}
+
+// Banned reports whether username is banned from the network.
+func (n *P2PNetwork) Banned(username string) bool {
+	_, ok := slices.BinarySearch(n.Bans, username)
+	return ok
+}
+
+// P2PJoinCode maps a join code to its network.
+type P2PJoinCode struct {
+	Network string `json:"network"`
+}
+
+// p2pBuckets are the KV buckets of the P2P records.
+type p2pBuckets struct {
+	nets  *backbone.KV[P2PNetwork]
+	codes *backbone.KV[P2PJoinCode]
+}
+
+func normalizeNetwork(n *P2PNetwork) {
+	slices.Sort(n.AllowList)
+	n.AllowList = slices.Compact(n.AllowList)
+	slices.Sort(n.Bans)
+	n.Bans = slices.Compact(n.Bans)
+}
+
+// CreateP2PNetwork stores n under n.Name, and its join code, if codeHash
+// is not empty, under codeHash. It returns an error wrapping ErrExists if
+// the name (or, very unlikely, the code) is taken.
+func (db *DB) CreateP2PNetwork(ctx context.Context, n *P2PNetwork) error {
+	c := n.Clone()
+	normalizeNetwork(c)
+	if c.JoinCodeHash != "" {
+		if err := create(ctx, db.p2p.codes, "p2p join code", c.JoinCodeHash, &P2PJoinCode{Network: c.Name}); err != nil {
+			return err
+		}
+	}
+	if err := create(ctx, db.p2p.nets, "p2p network", c.Name, c); err != nil {
+		if c.JoinCodeHash != "" {
+			_ = purge(ctx, db.p2p.codes, "p2p join code", c.JoinCodeHash)
+		}
+		return err
+	}
+	return nil
+}
+
+// GetP2PNetwork returns the network name, or an error wrapping
+// ErrNotFound.
+func (db *DB) GetP2PNetwork(ctx context.Context, name string) (*P2PNetwork, error) {
+	n, _, err := get(ctx, db.p2p.nets, "p2p network", name)
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// UpdateP2PNetwork reads network name, applies fn and writes it back with
+// compare-and-set, retrying on conflict (fn may run several times). An
+// error from fn is returned as is; a missing network is ErrNotFound.
+func (db *DB) UpdateP2PNetwork(ctx context.Context, name string, fn func(*P2PNetwork) error) (*P2PNetwork, error) {
+	return update(ctx, db.p2p.nets, "p2p network", name, func(n *P2PNetwork) error {
+		if err := fn(n); err != nil {
+			return err
+		}
+		normalizeNetwork(n)
+		return nil
+	})
+}
+
+// DeleteP2PNetwork removes network name and its join code. Deleting a
+// missing network is not an error.
+func (db *DB) DeleteP2PNetwork(ctx context.Context, name string) error {
+	n, err := db.GetP2PNetwork(ctx, name)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if n.JoinCodeHash != "" {
+		if err := purge(ctx, db.p2p.codes, "p2p join code", n.JoinCodeHash); err != nil {
+			return err
+		}
+	}
+	return purge(ctx, db.p2p.nets, "p2p network", name)
+}
+
+// P2PNetworkByCode returns the name of the network whose join code hashes
+// to codeHash, or an error wrapping ErrNotFound.
+func (db *DB) P2PNetworkByCode(ctx context.Context, codeHash string) (string, error) {
+	c, _, err := get(ctx, db.p2p.codes, "p2p join code", codeHash)
+	if err != nil {
+		return "", err
+	}
+	return c.Network, nil
+}
+
+// ListP2PNetworks returns up to limit networks (DefaultListLimit for 0,
+// at most MaxListLimit) whose names sort after the name after, sorted by
+// name, and whether more follow.
+func (db *DB) ListP2PNetworks(ctx context.Context, after string, limit int) ([]*P2PNetwork, bool, error) {
+	if limit <= 0 {
+		limit = DefaultListLimit
+	}
+	limit = min(limit, MaxListLimit)
+	keys, err := db.p2p.nets.Keys(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: list p2p networks: %w", err)
+	}
+	slices.Sort(keys)
+	i, _ := slices.BinarySearch(keys, after)
+	if i < len(keys) && keys[i] == after {
+		i++
+	}
+	keys = keys[i:]
+	out := make([]*P2PNetwork, 0, min(limit, len(keys)))
+	for len(keys) > 0 && len(out) < limit {
+		n, err := db.GetP2PNetwork(ctx, keys[0])
+		keys = keys[1:]
+		if isNotFound(err) {
+			continue // deleted since listed
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, n)
+	}
+	return out, len(keys) > 0, nil
+}
