@@ -17,6 +17,7 @@ import (
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/control/p2papi"
 	"github.com/switchboardgg/switchboard/control/roomsapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -36,6 +37,7 @@ type Server struct {
 	metrics    *httpapi.Metrics
 	loginLimit *httpapi.Limiter
 	rooms      *roomsapi.Server
+	p2p        *p2papi.Server // nil without Config.HubTickets
 	handler    http.Handler
 	srv        *http.Server
 }
@@ -79,6 +81,23 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control: rooms API: %w", err)
 	}
+	var p2p *p2papi.Server
+	if cfg.HubTickets != nil {
+		if p2p, err = p2papi.New(p2papi.Config{
+			DB:               cfg.DB,
+			Backbone:         cfg.Backbone,
+			Tickets:          cfg.HubTickets,
+			MaxPeers:         cfg.P2PMaxPeers,
+			MaxBodyBytes:     cfg.MaxBodyBytes,
+			CommandTimeout:   cfg.CommandTimeout,
+			JoinRate:         cfg.JoinRate,
+			JoinBurst:        cfg.JoinBurst,
+			MaxRateLimitKeys: cfg.MaxRateLimitKeys,
+			Logger:           cfg.Logger,
+		}); err != nil {
+			return nil, fmt.Errorf("control: P2P API: %w", err)
+		}
+	}
 	s := &Server{
 		cfg:        cfg,
 		log:        cfg.Logger,
@@ -89,6 +108,7 @@ func New(cfg Config) (*Server, error) {
 		keyHash:    sha256.Sum256([]byte(cfg.ServerKey)),
 		loginLimit: httpapi.NewLimiter(cfg.LoginRate, cfg.LoginBurst, cfg.MaxRateLimitKeys),
 		rooms:      rooms,
+		p2p:        p2p,
 	}
 	routes := s.routes()
 	names := []string{routeUnmatched}
@@ -112,7 +132,8 @@ func New(cfg Config) (*Server, error) {
 }
 
 // routes is the route table: control's own routes, then those of the
-// APIs it mounts (roomsapi; /relay/v1 will be mounted the same way).
+// APIs it mounts (roomsapi, p2papi; /relay/v1 will be mounted the same
+// way).
 func (s *Server) routes() []httpapi.Route {
 	const (
 		none   = httpapi.AuthNone
@@ -128,7 +149,11 @@ func (s *Server) routes() []httpapi.Route {
 		{Method: "GET", Path: "/server/v1/nodes", Auth: server, H: s.listNodes},
 		{Method: "POST", Path: "/server/v1/nodes/{node_id}/drain", Auth: server, H: s.drainNode},
 	}
-	return append(own, s.rooms.Routes()...)
+	routes := append(own, s.rooms.Routes()...)
+	if s.p2p != nil {
+		routes = append(routes, s.p2p.Routes()...)
+	}
+	return routes
 }
 
 // buildMux routes by path with a ServeMux, then by method itself, so that

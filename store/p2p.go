@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -192,3 +193,83 @@ func (db *DB) ListP2PNetworks(ctx context.Context, after string, limit int) ([]*
 	}
 	return out, len(keys) > 0, nil
 }
+
+// Commands from control to a hub, over NATS request/reply on
+// [HubCommandSubject]: the server API's peer list, kick and ban.
+const (
+	// HubVerbPeers lists the peers of a network: [HubPeersRequest].
+	HubVerbPeers = "peers"
+	// HubVerbKick removes one peer, or every peer of a user (a ban):
+	// [HubKickRequest].
+	HubVerbKick = "kick"
+)
+
+// HubCommandSubject returns the NATS subject of a command to a hub:
+// "sb.hub.<hub_id>.<verb>".
+func HubCommandSubject(hubID, verb string) string {
+	return "sb.hub." + hubID + "." + verb
+}
+
+// HubPeersRequest asks a hub for the peers of a network.
+type HubPeersRequest struct {
+	Network string `json:"network"`
+}
+
+// HubKickRequest asks a hub to remove PeerID, or, when PeerID is empty,
+// every peer of Username, from Network: ERROR kicked (closing), and the
+// peer id is not kept for a resume. Ban says the user is banned now, so a
+// hub that caches a network's bans adds it.
+type HubKickRequest struct {
+	Network  string `json:"network"`
+	PeerID   string `json:"peer_id,omitempty"`
+	Username string `json:"username,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+	Ban      bool   `json:"ban,omitempty"`
+}
+
+// HubPeer is one peer as a hub reports it.
+type HubPeer struct {
+	PeerID   string `json:"peer_id"`
+	Username string `json:"username"`
+}
+
+// HubCommandReply is a hub's answer: {"ok": true, ...} with the peers of
+// HubVerbPeers or the number kicked by HubVerbKick, or {"ok": false,
+// "error": {...}}.
+type HubCommandReply struct {
+	OK     bool          `json:"ok"`
+	Peers  []HubPeer     `json:"peers,omitempty"`
+	Kicked int           `json:"kicked,omitempty"`
+	Error  *CommandError `json:"error,omitempty"`
+}
+
+// SendHubCommand sends a command to hub hubID and waits for its reply,
+// DefaultCommandTimeout at most when ctx has no deadline. Its errors are
+// those of [SendCommand]: the hub's *CommandError, or ErrNodeUnavailable
+// when no hub serves the subject or it did not answer in time.
+func SendHubCommand(ctx context.Context, conn *backbone.Conn, hubID, verb string, req any) (*HubCommandReply, error) {
+	if !validID(hubID) {
+		return nil, fmt.Errorf("store: command %s to hub %q: %w", verb, hubID, ErrInvalidID)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultCommandTimeout)
+		defer cancel()
+	}
+	var reply HubCommandReply
+	if err := conn.Request(ctx, HubCommandSubject(hubID, verb), req, &reply); err != nil {
+		if errors.Is(err, backbone.ErrNoResponders) || errors.Is(err, backbone.ErrTimeout) {
+			return nil, fmt.Errorf("store: command %s to hub %s: %w: %w", verb, hubID, ErrNodeUnavailable, err)
+		}
+		return nil, fmt.Errorf("store: command %s to hub %s: %w", verb, hubID, err)
+	}
+	if reply.Error != nil {
+		reply.OK = false
+		return &reply, reply.Error
+	}
+	return &reply, nil
+}
+
+// HubAddressTLS is the key of a hub's registry entry's Addresses that
+// holds host:port of its TLS listener (UDP is on the same port number).
+const HubAddressTLS = "tls"

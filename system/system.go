@@ -43,7 +43,8 @@ type System struct {
 	conns  []*backbone.Conn
 	probe  *backbone.Probe // made with the first connection; nil without
 	signer *tokens.Signer
-	wrote  bool // the ready file exists
+	hubKey *tokens.HubKeyring // hub tickets, from the signing key
+	wrote  bool               // the ready file exists
 
 	wg      sync.WaitGroup // the serve goroutines
 	done    chan struct{}  // closed when a role failed
@@ -243,6 +244,9 @@ func (s *System) connect(ctx context.Context, role string) (*backbone.Conn, *sto
 		if s.signer, err = tokens.NewSigner(key); err != nil {
 			return nil, nil, fmt.Errorf("system: signing key: %w", err)
 		}
+		if s.hubKey, err = hubKeyring(key); err != nil {
+			return nil, nil, err
+		}
 	}
 	return bb, db, nil
 }
@@ -337,6 +341,7 @@ func (s *System) startControl(ctx context.Context) error {
 	}
 	cc := c.API.Control
 	cc.DB, cc.Backbone, cc.Signer, cc.ServerKey = db, bb, s.signer, key
+	cc.HubTickets = s.hubKey
 	cc.Logger = s.log.With("component", "control")
 	cc.Registerer = s.reg
 	cc.Health = s.Health
