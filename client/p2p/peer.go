@@ -200,7 +200,7 @@ func tlsConfig(hub api.P2PHub, c Config) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("p2p: hub address %q: %w", hub.Address, err)
 	}
-	t := &tls.Config{MinVersion: tls.VersionTLS13, ServerName: host}
+	t := &tls.Config{MinVersion: tls.VersionTLS13, ServerName: host, NextProtos: []string{"switchboard-p2p/1"}}
 	if c.RootCAs != nil {
 		t.RootCAs = c.RootCAs
 		return t, nil
