@@ -36,7 +36,7 @@ func p2pEnv(t *testing.T) (*env, *tokens.HubKeyring) {
 func (e *env) addHub(id string, load float64, draining bool) {
 	e.t.Helper()
 	if err := e.db.PutNode(context.Background(), &store.Node{Role: store.RoleHub, NodeID: id, Load: load, Draining: draining,
-		Addresses: map[string]string{store.HubAddressTLS: "127.0.0.1:7" + id[len(id)-1:]}, CertSHA256: "ab" + id}); err != nil {
+		Addresses: map[string]string{store.HubAddressTLS: "127.0.0.1:7" + id[len(id)-1:], store.HubAddressCertSHA256: "ab" + id}}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -246,6 +246,11 @@ func TestP2PPeersKickBan(t *testing.T) {
 	if len(peers) != 2 || peers[0].(map[string]any)["peer_id"] != "alice~a" || peers[1].(map[string]any)["username"] != "mallory" {
 		t.Fatalf("peers = %s", r.raw)
 	}
+	// The cap counts the peers the hub reports.
+	want(t, e.p2p("PATCH", "/networks/n", map[string]any{"max_peers": 2}), http.StatusOK)
+	want(t, e.do("POST", "/p2p/v1/join", e.login("alice"), map[string]any{"network": "n"}), http.StatusConflict, api.CodeConflict, api.ReasonNetworkFull)
+	want(t, e.p2p("PATCH", "/networks/n", map[string]any{"max_peers": 3}), http.StatusOK)
+	want(t, e.do("POST", "/p2p/v1/join", e.login("alice"), map[string]any{"network": "n"}), http.StatusOK)
 	want(t, e.p2p("POST", "/networks/n/peers/alice~a/kick", map[string]any{"reason": "afk"}), http.StatusNoContent)
 	want(t, e.p2p("POST", "/networks/n/peers/nobody~x/kick", nil), http.StatusNotFound, api.CodeNotFound)
 	want(t, e.p2p("POST", "/networks/none/peers/alice~a/kick", nil), http.StatusNotFound, api.CodeNotFound)

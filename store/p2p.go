@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -270,6 +271,77 @@ func SendHubCommand(ctx context.Context, conn *backbone.Conn, hubID, verb string
 	return &reply, nil
 }
 
-// HubAddressTLS is the key of a hub's registry entry's Addresses that
-// holds host:port of its TLS listener (UDP is on the same port number).
-const HubAddressTLS = "tls"
+// Keys of a hub's registry entry's Addresses.
+const (
+	// HubAddressTLS holds host:port of the hub's TLS listener (UDP is on
+	// the same port number).
+	HubAddressTLS = "tls"
+	// HubAddressCertSHA256 holds the SHA-256 fingerprint of the
+	// certificate the TLS listener serves, for clients to pin.
+	HubAddressCertSHA256 = "tls_cert_sha256"
+)
+
+// HubCommandHandler executes the commands sent to one hub; the hub role
+// implements it. Each method runs in a goroutine of its own, as those of
+// [CommandHandler] do, and returns the reply (nil means {"ok": true}) or
+// an error (a *CommandError is sent as is).
+type HubCommandHandler interface {
+	Peers(ctx context.Context, req *HubPeersRequest) (*HubCommandReply, error)
+	Kick(ctx context.Context, req *HubKickRequest) (*HubCommandReply, error)
+}
+
+// ServeHubCommands subscribes h to the command subjects of hub hubID and
+// serves them until stop is called. stop unsubscribes and waits for the
+// commands still running; it is idempotent.
+func ServeHubCommands(conn *backbone.Conn, hubID string, h HubCommandHandler) (stop func() error, err error) {
+	if !validID(hubID) {
+		return nil, fmt.Errorf("store: serve commands of hub %q: %w", hubID, ErrInvalidID)
+	}
+	handlers := []struct {
+		verb string
+		fn   backbone.HandlerFunc
+	}{
+		{HubVerbPeers, serveHubVerb(h.Peers)},
+		{HubVerbKick, serveHubVerb(h.Kick)},
+	}
+	var stops []func() error
+	stopAll := func() error {
+		var errs []error
+		for _, s := range stops {
+			errs = append(errs, s())
+		}
+		return errors.Join(errs...)
+	}
+	for _, v := range handlers {
+		s, err := conn.Handle(HubCommandSubject(hubID, v.verb), "sb.hub."+hubID, v.fn)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("store: serve commands of hub %s: %w", hubID, err), stopAll())
+		}
+		stops = append(stops, s)
+	}
+	return stopAll, nil
+}
+
+// serveHubVerb adapts one HubCommandHandler method to a backbone handler.
+func serveHubVerb[T any](fn func(context.Context, *T) (*HubCommandReply, error)) backbone.HandlerFunc {
+	return func(ctx context.Context, data []byte) (any, error) {
+		req := new(T)
+		if err := json.Unmarshal(data, req); err != nil {
+			return &HubCommandReply{Error: &CommandError{Code: CodeInvalidArgument, Message: "malformed command"}}, nil
+		}
+		reply, err := fn(ctx, req)
+		if err != nil {
+			var ce *CommandError
+			if errors.As(err, &ce) {
+				return &HubCommandReply{Error: ce}, nil
+			}
+			return nil, err // logged by backbone, sent as internal
+		}
+		if reply == nil {
+			return &HubCommandReply{OK: true}, nil
+		}
+		out := *reply
+		out.OK = out.Error == nil
+		return &out, nil
+	}
+}

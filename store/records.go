@@ -287,9 +287,6 @@ type Node struct {
 	// Addresses are the role's other listeners by name ("udp", "quic"…).
 	Addresses map[string]string `json:"addresses,omitempty"`
 	UDPAddr   string            `json:"udp_addr,omitempty"`
-	// CertSHA256 is the hex SHA-256 of the DER of the certificate a
-	// hub's TLS listener serves (Addresses["tls"]), for clients to pin.
-	CertSHA256 string `json:"cert_sha256,omitempty"`
 	Region     string `json:"region,omitempty"`
 	// Load is the role's own measure of how busy the node is, 0 idle to
 	// 1 full; a game node reports Rooms and Connections as well.

@@ -70,6 +70,9 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := s.checkCap(ctx, n); err != nil {
+		return 0, nil, err
+	}
 	if c.Now.Sub(n.TouchedAt) >= store.P2PTouchInterval {
 		s.touch(ctx, n.Name, c.Now)
 	}
@@ -85,10 +88,33 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	return http.StatusOK, &api.P2PJoinResponse{
 		Network:   n.Name,
 		PeerID:    peerID,
-		Hub:       api.P2PHub{NodeID: hub.NodeID, Address: hub.Addresses[store.HubAddressTLS], CertSHA256: hub.CertSHA256},
+		Hub:       api.P2PHub{NodeID: hub.NodeID, Address: hub.Addresses[store.HubAddressTLS], CertSHA256: hub.Addresses[store.HubAddressCertSHA256]},
 		Ticket:    ticket,
 		ExpiresAt: api.NewTime(exp),
 	}, nil
+}
+
+// capCheckTimeout bounds the wait for the hub's peer count at a join.
+const capCheckTimeout = time.Second
+
+// checkCap refuses a join when the network's hub reports max_peers peers
+// already. Joins in flight at once may overshoot the network's cap; the
+// hub's own cap (p2p.Config.MaxPeersPerNetwork) holds whatever happens. A
+// hub that does not answer is not asked: its own cap then applies.
+func (s *Server) checkCap(ctx context.Context, n *store.P2PNetwork) error {
+	ctx, cancel := context.WithTimeout(ctx, min(capCheckTimeout, s.cfg.CommandTimeout))
+	defer cancel()
+	reply, err := store.SendHubCommand(ctx, s.bb, n.HubID, store.HubVerbPeers, &store.HubPeersRequest{Network: n.Name})
+	if err != nil {
+		if !errors.Is(err, store.ErrNodeUnavailable) {
+			s.log.Warn("p2p join: peer count", "network", n.Name, "hub", n.HubID, "err", err)
+		}
+		return nil
+	}
+	if len(reply.Peers) >= n.MaxPeers {
+		return httpapi.Conflict("the network has its maximum number of peers", api.ReasonNetworkFull)
+	}
+	return nil
 }
 
 // admits checks a join of username, with join code code (upper case),
