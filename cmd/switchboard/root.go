@@ -21,7 +21,7 @@ func newRootCmd() *cobra.Command {
 		Version:       buildVersion(), // --version, as the version verb
 	}
 	root.SetVersionTemplate(versionLine())
-	root.AddCommand(newVersionCmd(), newDevCmd(), newServeCmd(), newRoomCmd(), newTicketCmd(), newBotsCmd(), newBenchCmd(), newNodeCmd())
+	root.AddCommand(newVersionCmd(), newDevCmd(), newServeCmd(), newRoomCmd(), newTicketCmd(), newBotsCmd(), newBenchCmd(), newNodeCmd(), newP2PCmd())
 	return root
 }
 
