@@ -227,5 +227,3 @@ func printable(b []byte) string {
 		return r
 	}, strings.ToValidUTF8(string(b), "?"))
 }
-
-
