@@ -114,6 +114,9 @@ func New(cfg Config) (*Hub, error) {
 	return h, nil
 }
 
+// Logger returns the hub's logger.
+func (h *Hub) Logger() *slog.Logger { return h.log }
+
 // Load returns the hub's current peers and networks.
 func (h *Hub) Load() Load {
 	h.mu.Lock()

@@ -12,16 +12,22 @@ import (
 // Role is a set of the roles one process runs.
 type Role uint
 
-// The roles. Relay and hub will be two more.
+// The roles. Relay will be one more.
 const (
 	// RoleControl serves every HTTP API (client, server, health).
 	RoleControl Role = 1 << iota
 	// RoleNode runs a game node (WebSocket).
 	RoleNode
 
-	// AllRoles is every role: what `switchboard dev` runs.
+	// AllRoles is every role `switchboard dev` runs by default.
 	AllRoles = RoleControl | RoleNode
 )
+
+// RoleHub runs the P2P hub (TLS); `switchboard dev --hub` adds it.
+const RoleHub Role = 1 << 8
+
+// knownRoles is every role Start knows.
+const knownRoles = AllRoles | RoleHub
 
 // String returns the roles' names joined by "+", such as "control+node".
 func (r Role) String() string {
@@ -29,7 +35,7 @@ func (r Role) String() string {
 	for _, n := range []struct {
 		r    Role
 		name string
-	}{{RoleControl, "control"}, {RoleNode, "node"}} {
+	}{{RoleControl, "control"}, {RoleNode, "node"}, {RoleHub, "hub"}} {
 		if r&n.r != 0 {
 			if s != "" {
 				s += "+"
@@ -91,6 +97,8 @@ type Config struct {
 	Node NodeConfig
 	// Admin configures the admin listener (metrics, health, pprof).
 	Admin AdminConfig
+	// Hub configures the P2P hub role (RoleHub).
+	Hub HubConfig
 
 	// ReadyFile, when not empty, receives [Ready] as JSON, written
 	// atomically once every role has started, and is removed by Close.
@@ -192,7 +200,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Roles == 0 {
 		c.Roles = AllRoles
 	}
-	if c.Roles&^AllRoles != 0 {
+	if c.Roles&^knownRoles != 0 {
 		return c, fmt.Errorf("system: %w: unknown roles %d", ErrConfig, uint(c.Roles))
 	}
 	if c.DataDir == "" {

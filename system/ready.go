@@ -21,6 +21,13 @@ type Ready struct {
 	// NATS is the NATS URL the roles use; the embedded server's when
 	// NATS is embedded.
 	NATS string `json:"nats,omitempty"`
+	// Hub is the P2P hub's bound TLS address, HOST:PORT.
+	Hub string `json:"hub,omitempty"`
+	// HubID is the hub's node id (tickets name it).
+	HubID string `json:"hub_id,omitempty"`
+	// HubFingerprint is the SHA-256 fingerprint of the hub's certificate
+	// (certs.Fingerprint), for clients that pin it.
+	HubFingerprint string `json:"hub_tls_fingerprint_sha256,omitempty"`
 	// NodeID is the game node's id.
 	NodeID string `json:"node_id,omitempty"`
 	// ServerKey is the server API key, with APIConfig.PublishServerKey

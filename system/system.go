@@ -70,7 +70,7 @@ type server struct {
 // everything started is stopped again and every listener in cfg closed.
 func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	s := &System{done: make(chan struct{})}
-	for _, ln := range []net.Listener{cfg.API.Listener, cfg.Node.Listener, cfg.Admin.Listener} {
+	for _, ln := range []net.Listener{cfg.API.Listener, cfg.Node.Listener, cfg.Admin.Listener, cfg.Hub.Listener} {
 		if ln != nil {
 			s.lns = append(s.lns, ln)
 		}
@@ -109,6 +109,11 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 			return nil, err
 		}
 	}
+	if cfg.Roles&RoleHub != 0 {
+		if err := s.startHub(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Admin.Addr != "" || cfg.Admin.Listener != nil {
 		if err := s.startAdmin(); err != nil {
 			return nil, err
@@ -124,7 +129,7 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 		s.wrote = true
 	}
 	s.log.Info("switchboard ready", "roles", cfg.Roles.String(), "api", s.ready.API,
-		"node_ws", s.ready.NodeWS, "node_id", s.ready.NodeID, "admin", s.ready.Admin, "tls", s.tls != nil)
+		"node_ws", s.ready.NodeWS, "node_id", s.ready.NodeID, "hub", s.ready.Hub, "admin", s.ready.Admin, "tls", s.tls != nil)
 	return s, nil
 }
 

@@ -37,6 +37,10 @@ SIGHUP reloads the TLS certificate.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.cfg.Roles = system.AllRoles
+			if o.hub {
+				o.cfg.Roles |= system.RoleHub
+				o.cfg.Hub.Hub.AllowAnonymous = o.cfg.API.Control.AllowAnonymous
+			}
 			// A key given by flag or environment stays out of the ready
 			// file and the banner; dev's own key (kept in --data-dir) is
 			// shown, for the tools on this machine.
@@ -57,8 +61,10 @@ SIGHUP reloads the TLS certificate.`,
 	f.BoolVar(&o.cfg.API.Control.AllowAnonymous, "allow-anonymous", false, "accept client logins without an auth token (never in production)")
 	f.BoolVar(&o.tls, "tls", false, "serve https and wss with a self-signed certificate generated into --data-dir (its SHA-256 fingerprint is printed)")
 	f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region the game node serves")
+	f.BoolVar(&o.hub, "hub", false, "run the P2P hub too (TLS on --hub-addr; --allow-anonymous applies to it as well)")
 	addCommonFlags(f, o)
 	addControlTuning(f, o, devLoginRate, devLoginBurst)
 	addNodeTuning(f, o)
+	addHubFlags(f, o, "hub-addr")
 	return cmd
 }

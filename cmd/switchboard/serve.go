@@ -12,13 +12,13 @@ import (
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve ROLE",
-		Short: "Run one role (control or node) against a NATS cluster",
+		Short: "Run one role (control, node or hub) against a NATS cluster",
 		Long: `serve runs one role of a production deployment. Every process of a
 deployment points at the same NATS cluster (--nats-url, JetStream enabled);
 run as many control and node processes as you need, on as many machines.
 Each process owns its --data-dir (lock, node id, certificate).`,
 	}
-	cmd.AddCommand(newServeRoleCmd(system.RoleControl), newServeRoleCmd(system.RoleNode))
+	cmd.AddCommand(newServeRoleCmd(system.RoleControl), newServeRoleCmd(system.RoleNode), newServeRoleCmd(system.RoleHub))
 	return cmd
 }
 
@@ -57,6 +57,12 @@ func newServeRoleCmd(r system.Role) *cobra.Command {
 		f.StringVar(&o.cfg.Node.Addr, "node", defaultNodeAddr, "game node WebSocket listen address")
 		f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region this node serves (rooms created with a region go to its nodes)")
 		addNodeTuning(f, o)
+	case system.RoleHub:
+		cmd.Short = "Serve a P2P hub (TLS; peers come with tickets from the API)"
+		addHubFlags(f, o, "hub")
+		f.StringVar(&o.cfg.Node.ID, "node-id", "",
+			"this hub's id, unique in the deployment (default: kept in --data-dir, derived from the host name on first start)")
+		f.BoolVar(&o.cfg.Hub.Hub.AllowAnonymous, "allow-anonymous", false, "admit peers without a ticket (HELLO ticket \"anonymous:NETWORK\"; never in production)")
 	}
 	return cmd
 }

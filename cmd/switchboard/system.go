@@ -28,6 +28,7 @@ type systemOptions struct {
 	cfg            system.Config
 	logLevel       string
 	tls            bool // dev --tls
+	hub            bool // dev --hub
 	frameRetention time.Duration
 }
 
@@ -106,6 +107,9 @@ func printBanner(w io.Writer, cfg system.Config, r system.Ready) {
 	}
 	if r.NodeWS != "" {
 		fmt.Fprintln(w, "  node ws ", r.NodeWS, "(node id "+r.NodeID+")")
+	}
+	if r.Hub != "" {
+		fmt.Fprintln(w, "  hub     ", r.Hub, "(TLS, sha256 "+r.HubFingerprint+")")
 	}
 	if r.Admin != "" {
 		fmt.Fprintln(w, "  admin   ", r.Admin+"/metrics")
