@@ -249,7 +249,7 @@ func (s *System) connect(ctx context.Context, role string) (*backbone.Conn, *sto
 		if s.signer, err = tokens.NewSigner(key); err != nil {
 			return nil, nil, fmt.Errorf("system: signing key: %w", err)
 		}
-		if s.hubKey, err = hubKeyring(key); err != nil {
+		if s.hubKey, err = HubKeyring(key); err != nil {
 			return nil, nil, err
 		}
 	}
