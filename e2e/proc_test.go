@@ -53,6 +53,7 @@ type ready struct {
 	NodeID    string   `json:"node_id"`
 	TLS       []string `json:"tls"`
 	TLSSHA256 string   `json:"tls_fingerprint_sha256"`
+	Hub       string   `json:"hub"`
 }
 
 // proc is a running switchboard process.

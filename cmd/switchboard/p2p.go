@@ -122,6 +122,7 @@ func chat(ctx context.Context, peer *p2p.Peer, in io.Reader, out io.Writer) erro
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer peer.Close() // closes Events and Messages, ending the printers
 	wg.Go(func() {
 		for ev := range peer.Events() {
 			switch ev.Type {
