@@ -287,7 +287,7 @@ type Node struct {
 	// Addresses are the role's other listeners by name ("udp", "quic"…).
 	Addresses map[string]string `json:"addresses,omitempty"`
 	UDPAddr   string            `json:"udp_addr,omitempty"`
-	Region     string `json:"region,omitempty"`
+	Region    string            `json:"region,omitempty"`
 	// Load is the role's own measure of how busy the node is, 0 idle to
 	// 1 full; a game node reports Rooms and Connections as well.
 	Load        float64   `json:"load,omitempty"`
