@@ -28,10 +28,12 @@
 //
 // A [Peer] runs two goroutines: a reader (decodes frames, keeps the peer
 // set, fills Messages and Events, answers the hub's PING, hands answers
-// to waiting requests) and a pinger (PING every Config.PingInterval; the
+// to waiting requests, resumes a lost connection) and a pinger (PING every Config.PingInterval; the
 // reader gives up on a hub silent for three intervals). Writes are made
 // by the calling goroutine under a lock, each bounded by
-// Config.WriteTimeout; a failed write ends the connection. [Peer.Close]
+// Config.WriteTimeout; a failed write closes the socket (the reader then
+// resumes). While resuming, the reader also runs a short-lived watcher
+// that stops a dial in progress when the peer is closed. [Peer.Close]
 // says GOODBYE, closes the socket and waits for both goroutines; the
 // reader closes Messages and Events when it stops. Messages and Events
 // must be drained: when one is full the reader waits, and the hub drops
@@ -46,6 +48,15 @@
 // closing one ends the connection ([Peer.Err]), any other arrives as an
 // EventError. Calls on an ended connection fail with ErrClosed.
 //
-// Not yet: resuming a session after a lost connection (the hub's resume
-// token is not used; join again), and the UDP half (P2P II).
+// # Resuming
+//
+// When the connection is lost (not ended by the hub, not closed by the
+// caller), the reader reconnects with the resume token of the last
+// WELCOME within the hub's resume window (30 s by default): the peer id
+// stays, the other peers see no leave, and what the hub queued meanwhile
+// is delivered. Events says EventDisconnected, then EventResumed; sends
+// in between fail with ErrDisconnected. When the window passes or the hub
+// refuses, the connection ends ([Peer.Err]).
+//
+// Not yet: the UDP half (P2P II).
 package p2p

@@ -14,6 +14,11 @@ import (
 // [Peer.Close], or because the connection ended ([Peer.Err] says why).
 var ErrClosed = errors.New("p2p: connection closed")
 
+// ErrDisconnected is returned by sends while the connection to the hub is
+// lost and the client resumes the session (between EventDisconnected and
+// EventResumed); the message was not sent. Retry after EventResumed.
+var ErrDisconnected = errors.New("p2p: disconnected from the hub, resuming")
+
 // Sentinels of the join call's reasons; a join error is a
 // *session.APIError that matches them with errors.Is.
 var (

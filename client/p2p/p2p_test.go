@@ -282,3 +282,59 @@ func TestNetworkFull(t *testing.T) {
 		t.Fatalf("second peer = %v", err)
 	}
 }
+
+// A lost connection is resumed with the same peer id: the others see no
+// leave, and messages flow again, both ways.
+func TestResume(t *testing.T) {
+	th := startHub(t, nil)
+	ctx := context.Background()
+	a := th.connect("alice", "n")
+	b := th.connect("bob", "n")
+	nextEvent(t, a)
+	nextEvent(t, b)
+	id := b.ID()
+	b.BreakConnection()
+	if ev := nextEvent(t, b); ev.Type != p2p.EventDisconnected || ev.Err == nil {
+		t.Fatalf("bob's event = %+v", ev)
+	}
+	if ev := nextEvent(t, b); ev.Type != p2p.EventResumed {
+		t.Fatalf("bob's event = %+v", ev)
+	}
+	if b.ID() != id || !slices.Equal(b.Peers(), []string{a.ID()}) {
+		t.Fatalf("after resume: %s, peers %v", b.ID(), b.Peers())
+	}
+	if err := a.Send(ctx, id, p2p.Envelope{Payload: []byte("still there?")}); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, b); string(m.Payload) != "still there?" {
+		t.Fatalf("bob got %+v", m)
+	}
+	if err := b.Send(ctx, a.ID(), p2p.Envelope{Payload: []byte("yes")}); err != nil {
+		t.Fatal(err)
+	}
+	if m := nextMessage(t, a); string(m.Payload) != "yes" || m.From != id {
+		t.Fatalf("alice got %+v", m)
+	}
+	select {
+	case ev := <-a.Events():
+		t.Fatalf("alice saw %+v during bob's resume", ev)
+	default:
+	}
+}
+
+// Without a resume window, a lost connection ends the peer, and the
+// others see it leave.
+func TestNoResume(t *testing.T) {
+	th := startHub(t, func(c *hub.Config) { c.ResumeWindow = -1 })
+	a := th.connect("alice", "n")
+	b := th.connect("bob", "n")
+	nextEvent(t, a)
+	b.BreakConnection()
+	<-b.Done()
+	if b.Err() == nil || errors.Is(b.Err(), p2p.ErrClosed) {
+		t.Fatalf("bob.Err = %v", b.Err())
+	}
+	if ev := nextEvent(t, a); ev.Type != p2p.EventPeerLeft || ev.Peer != b.ID() {
+		t.Fatalf("alice's event = %+v", ev)
+	}
+}

@@ -83,9 +83,16 @@ const (
 	// *HubError: unknown_peer, rate_limited, quota_exceeded, too_large);
 	// the connection stays open.
 	EventError
+	// EventDisconnected: the connection to the hub was lost (Err says
+	// why); the client is resuming the session. Sends fail with
+	// ErrDisconnected until EventResumed.
+	EventDisconnected
+	// EventResumed: the session continues on a new connection with the
+	// same peer id; the other peers saw no leave.
+	EventResumed
 )
 
-// String returns "joined", "left" or "error".
+// String returns "joined", "left", "error", "disconnected" or "resumed".
 func (t EventType) String() string {
 	switch t {
 	case EventPeerJoined:
@@ -94,6 +101,10 @@ func (t EventType) String() string {
 		return "left"
 	case EventError:
 		return "error"
+	case EventDisconnected:
+		return "disconnected"
+	case EventResumed:
+		return "resumed"
 	}
 	return fmt.Sprintf("event %d", int(t))
 }
@@ -111,7 +122,7 @@ type Peer struct {
 	// immutable after Connect
 	cfg      Config
 	log      *slog.Logger
-	conn     net.Conn
+	tls      *tls.Config
 	id       string
 	network  string
 	hub      api.P2PHub
@@ -125,6 +136,14 @@ type Peer struct {
 	wbuf []byte     // guarded by wmu
 
 	nextID atomic.Uint64
+
+	// the reader's: the resume credentials of the session
+	resumeToken  []byte
+	resumeWindow time.Duration
+
+	cmu   sync.Mutex
+	conn  net.Conn // guarded by cmu; nil while reconnecting
+	ended bool     // guarded by cmu; set by end
 
 	mu      sync.Mutex
 	peers   map[string]struct{}       // guarded by mu
@@ -164,34 +183,47 @@ func Connect(ctx context.Context, jr *api.P2PJoinResponse, cfg *Config) (*Peer, 
 	if err != nil {
 		return nil, err
 	}
-	dctx, cancel := context.WithTimeout(ctx, c.DialTimeout)
-	defer cancel()
-	raw, err := (&net.Dialer{}).DialContext(dctx, "tcp", jr.Hub.Address)
-	if err != nil {
-		return nil, fmt.Errorf("p2p: dial hub %s: %w", jr.Hub.NodeID, err)
-	}
-	conn := tls.Client(raw, tcfg)
-	if err := conn.HandshakeContext(dctx); err != nil {
-		_ = raw.Close()
-		return nil, fmt.Errorf("p2p: TLS with hub %s: %w", jr.Hub.NodeID, err)
-	}
 	p := &Peer{
-		cfg: c, log: c.Logger.With("component", "p2p"), conn: conn, hub: jr.Hub,
+		cfg: c, log: c.Logger.With("component", "p2p"), tls: tcfg, hub: jr.Hub,
 		msgs:    make(chan *Message, c.QueueLen),
 		events:  make(chan Event, c.QueueLen),
 		closing: make(chan struct{}),
 		peers:   make(map[string]struct{}),
 		pending: make(map[uint64]chan *response),
 	}
-	br := bufio.NewReaderSize(conn, 64<<10)
-	if err := p.handshake(ctx, br, jr.Ticket); err != nil {
-		_ = conn.Close()
+	conn, br, w, err := p.dial(ctx, &p2pwire.Hello{Ticket: []byte(jr.Ticket)})
+	if err != nil {
 		return nil, err
 	}
+	p.conn = conn
+	p.id, p.network, p.maxFrame = string(w.PeerID), w.Network, int(w.MaxFrameSize)
+	p.resumeToken, p.resumeWindow = w.ResumeToken, time.Duration(w.ResumeWindowMS)*time.Millisecond
 	p.wg.Add(2)
-	go p.readLoop(br)
+	go p.run(br)
 	go p.pingLoop()
 	return p, nil
+}
+
+// dial connects to the hub, does TLS, sends hello and reads WELCOME.
+func (p *Peer) dial(ctx context.Context, hello *p2pwire.Hello) (net.Conn, *bufio.Reader, *p2pwire.Welcome, error) {
+	dctx, cancel := context.WithTimeout(ctx, p.cfg.DialTimeout)
+	defer cancel()
+	raw, err := (&net.Dialer{}).DialContext(dctx, "tcp", p.hub.Address)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("p2p: dial hub %s: %w", p.hub.NodeID, err)
+	}
+	conn := tls.Client(raw, p.tls)
+	if err := conn.HandshakeContext(dctx); err != nil {
+		_ = raw.Close()
+		return nil, nil, nil, fmt.Errorf("p2p: TLS with hub %s: %w", p.hub.NodeID, err)
+	}
+	br := bufio.NewReaderSize(conn, 64<<10)
+	w, err := p.handshake(ctx, conn, br, hello)
+	if err != nil {
+		_ = conn.Close()
+		return nil, nil, nil, err
+	}
+	return conn, br, w, nil
 }
 
 // tlsConfig verifies the hub with cfg.RootCAs, or pins its certificate.
@@ -230,38 +262,37 @@ func normalizeFingerprint(s string) string {
 }
 
 // handshake sends HELLO and reads WELCOME.
-func (p *Peer) handshake(ctx context.Context, br *bufio.Reader, ticket string) error {
+func (p *Peer) handshake(ctx context.Context, conn net.Conn, br *bufio.Reader, hello *p2pwire.Hello) (*p2pwire.Welcome, error) {
 	deadline := time.Now().Add(p.cfg.HandshakeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	_ = p.conn.SetDeadline(deadline)
-	defer func() { _ = p.conn.SetDeadline(time.Time{}) }()
-	stop := context.AfterFunc(ctx, func() { _ = p.conn.SetDeadline(time.Now()) })
+	_ = conn.SetDeadline(deadline)
+	defer func() { _ = conn.SetDeadline(time.Time{}) }()
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Now()) })
 	defer stop()
-	frame, err := p2pwire.AppendMessageFrame(nil, &p2pwire.Hello{Ticket: []byte(ticket)})
+	frame, err := p2pwire.AppendMessageFrame(nil, hello)
 	if err != nil {
-		return fmt.Errorf("p2p: HELLO: %w", err)
+		return nil, fmt.Errorf("p2p: HELLO: %w", err)
 	}
-	if _, err := p.conn.Write(frame); err != nil {
-		return p.ctxErr(ctx, fmt.Errorf("p2p: send HELLO: %w", err))
+	if _, err := conn.Write(frame); err != nil {
+		return nil, p.ctxErr(ctx, fmt.Errorf("p2p: send HELLO: %w", err))
 	}
 	body, err := p2pwire.ReadFrame(br, nil, p.cfg.MaxFrameSize)
 	if err != nil {
-		return p.ctxErr(ctx, fmt.Errorf("p2p: read WELCOME: %w", err))
+		return nil, p.ctxErr(ctx, fmt.Errorf("p2p: read WELCOME: %w", err))
 	}
 	m, err := p2pwire.Decode(body)
 	if err != nil {
-		return &ProtocolError{Err: err}
+		return nil, &ProtocolError{Err: err}
 	}
 	switch m := m.(type) {
 	case *p2pwire.Welcome:
-		p.id, p.network, p.maxFrame = string(m.PeerID), m.Network, int(m.MaxFrameSize)
-		return nil
+		return m, nil
 	case *p2pwire.Error:
-		return hubError(m)
+		return nil, hubError(m)
 	}
-	return &ProtocolError{Err: fmt.Errorf("%s before WELCOME", m.Kind())}
+	return nil, &ProtocolError{Err: fmt.Errorf("%s before WELCOME", m.Kind())}
 }
 
 // ctxErr returns ctx's error when it ended, else err.
@@ -427,21 +458,52 @@ func (p *Peer) writeFrame(m p2pwire.Message) error {
 	return p.writeLocked(frame)
 }
 
-// writeLocked writes one frame under wmu; a failed write ends the
-// connection (a partial frame cannot be taken back).
+// writeLocked writes one frame under wmu. A failed write closes the
+// socket (a partial frame cannot be taken back): the reader then resumes
+// the session on a new one, or ends the connection.
 func (p *Peer) writeLocked(frame []byte) error {
 	select {
 	case <-p.closing:
 		return closedErr(p.Err())
 	default:
 	}
-	_ = p.conn.SetWriteDeadline(time.Now().Add(p.cfg.WriteTimeout))
-	if _, err := p.conn.Write(frame); err != nil {
-		err = fmt.Errorf("p2p: write to hub: %w", err)
-		p.end(err)
-		return closedErr(p.Err())
+	conn := p.curConn()
+	if conn == nil {
+		return ErrDisconnected
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(p.cfg.WriteTimeout))
+	if _, err := conn.Write(frame); err != nil {
+		_ = conn.Close()
+		select {
+		case <-p.closing:
+			return closedErr(p.Err())
+		default:
+		}
+		return fmt.Errorf("%w: %w", ErrDisconnected, err)
 	}
 	return nil
+}
+
+// curConn returns the connection, nil while reconnecting.
+func (p *Peer) curConn() net.Conn {
+	p.cmu.Lock()
+	defer p.cmu.Unlock()
+	return p.conn
+}
+
+// setConn makes c the connection (nil: reconnecting). After end it closes
+// c instead and reports false.
+func (p *Peer) setConn(c net.Conn) bool {
+	p.cmu.Lock()
+	defer p.cmu.Unlock()
+	if p.ended {
+		if c != nil {
+			_ = c.Close()
+		}
+		return false
+	}
+	p.conn = c
+	return true
 }
 
 // Close says GOODBYE to the hub (the other peers see this one leave at
@@ -452,9 +514,11 @@ func (p *Peer) Close() error {
 	case <-p.closing:
 	default:
 		p.wmu.Lock()
-		if frame, err := p2pwire.AppendMessageFrame(nil, &p2pwire.Goodbye{}); err == nil {
-			_ = p.conn.SetWriteDeadline(time.Now().Add(time.Second))
-			_, _ = p.conn.Write(frame)
+		if conn := p.curConn(); conn != nil {
+			if frame, err := p2pwire.AppendMessageFrame(nil, &p2pwire.Goodbye{}); err == nil {
+				_ = conn.SetWriteDeadline(time.Now().Add(time.Second))
+				_, _ = conn.Write(frame)
+			}
 		}
 		p.wmu.Unlock()
 	}
@@ -471,7 +535,12 @@ func (p *Peer) end(cause error) {
 		p.err = cause
 		p.mu.Unlock()
 		close(p.closing)
-		_ = p.conn.Close()
+		p.cmu.Lock()
+		p.ended = true
+		if p.conn != nil {
+			_ = p.conn.Close()
+		}
+		p.cmu.Unlock()
 	})
 }
 
@@ -487,9 +556,7 @@ func (p *Peer) pingLoop() {
 			return
 		case <-t.C:
 			n++
-			if err := p.writeFrame(&p2pwire.Ping{Value: n}); err != nil {
-				return
-			}
+			_ = p.writeFrame(&p2pwire.Ping{Value: n}) // a failure is the reader's to handle
 		}
 	}
 }

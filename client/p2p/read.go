@@ -3,6 +3,7 @@ package p2p
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,29 +13,111 @@ import (
 	"github.com/switchboardgg/switchboard/protocol/p2pwire"
 )
 
-// readLoop reads the hub's frames until the connection ends, then closes
-// Messages and Events.
-func (p *Peer) readLoop(br *bufio.Reader) {
+// Backoff of the resume attempts: the first at once, then doubling
+// from resumeBackoffMin up to resumeBackoffMax, while the hub's resume
+// window lasts.
+const (
+	resumeBackoffMin = 100 * time.Millisecond
+	resumeBackoffMax = 2 * time.Second
+)
+
+// run reads the hub's frames until the connection ends, resuming the
+// session after a lost connection, then closes Messages and Events.
+func (p *Peer) run(br *bufio.Reader) {
 	defer p.wg.Done()
 	defer close(p.events)
 	defer close(p.msgs)
 	buf := make([]byte, 0, 64<<10)
 	for {
-		_ = p.conn.SetReadDeadline(time.Now().Add(3 * p.cfg.PingInterval))
-		body, err := p2pwire.ReadFrame(br, buf, p.cfg.MaxFrameSize)
-		if err != nil {
-			p.end(readErr(err))
-			return
-		}
-		if err := p.handle(body); err != nil {
-			p.end(err)
-			return
-		}
+		err := p.readConn(p.curConn(), br, buf)
 		select {
 		case <-p.closing:
 			return
 		default:
 		}
+		if !p.resumable(err) {
+			p.end(err)
+			return
+		}
+		old := p.curConn()
+		if !p.setConn(nil) {
+			return
+		}
+		_ = old.Close()
+		p.emit(Event{Type: EventDisconnected, Err: err})
+		if br, err = p.resume(err); err != nil {
+			p.end(err)
+			return
+		}
+		p.emit(Event{Type: EventResumed})
+	}
+}
+
+// readConn reads and handles frames from conn until an error.
+func (p *Peer) readConn(conn net.Conn, br *bufio.Reader, buf []byte) error {
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(3 * p.cfg.PingInterval))
+		body, err := p2pwire.ReadFrame(br, buf, p.cfg.MaxFrameSize)
+		if err != nil {
+			return readErr(err)
+		}
+		if err := p.handle(body); err != nil {
+			return err
+		}
+	}
+}
+
+// resumable reports whether a connection that ended with err may be
+// resumed: the hub offered resuming, and did not end it itself.
+func (p *Peer) resumable(err error) bool {
+	var he *HubError
+	var pe *ProtocolError
+	return len(p.resumeToken) > 0 && p.resumeWindow > 0 && !errors.As(err, &he) && !errors.As(err, &pe)
+}
+
+// resume reconnects with the resume token until the hub's window is
+// over. It returns the new connection's reader, or why it gave up.
+func (p *Peer) resume(lost error) (*bufio.Reader, error) {
+	deadline := time.Now().Add(p.resumeWindow)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // ends a dial in progress when the peer is closed
+		select {
+		case <-p.closing:
+			cancel()
+		case <-stop:
+		}
+	}()
+	wait := time.Duration(0)
+	for {
+		select {
+		case <-p.closing:
+			return nil, ErrClosed
+		case <-time.After(wait):
+		}
+		conn, br, w, err := p.dial(ctx, &p2pwire.Hello{ResumeToken: p.resumeToken})
+		if err == nil {
+			p.resumeToken = w.ResumeToken
+			if !w.Resumed || string(w.PeerID) != p.id {
+				_ = conn.Close()
+				return nil, &ProtocolError{Err: errors.New("the hub did not resume the session")}
+			}
+			if !p.setConn(conn) {
+				return nil, ErrClosed
+			}
+			p.log.Info("p2p session resumed", "peer", p.id)
+			return br, nil
+		}
+		var he *HubError
+		if errors.As(err, &he) {
+			return nil, fmt.Errorf("p2p: resume after %v: %w", lost, err)
+		}
+		if !time.Now().Add(wait).Before(deadline) {
+			return nil, fmt.Errorf("p2p: the resume window passed: %w (lost: %v)", err, lost)
+		}
+		wait = min(max(2*wait, resumeBackoffMin), resumeBackoffMax)
 	}
 }
 

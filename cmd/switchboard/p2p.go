@@ -132,6 +132,10 @@ func chat(ctx context.Context, peer *p2p.Peer, in io.Reader, out io.Writer) erro
 				say("* %s left", ev.Peer)
 			case p2p.EventError:
 				say("! %s", strings.TrimPrefix(ev.Err.Error(), "p2p: "))
+			case p2p.EventDisconnected:
+				say("! connection to the hub lost (%s); resuming", strings.TrimPrefix(ev.Err.Error(), "p2p: "))
+			case p2p.EventResumed:
+				say("* resumed as %s", peer.ID())
 			}
 		}
 	})
