@@ -132,8 +132,14 @@ func RunP2P(ctx context.Context, cfg P2PConfig) (*P2PResult, error) {
 	}
 	wg.Wait()
 	defer func() {
+		// GOODBYE, so that the hub drops the peer ids at once instead of
+		// keeping them for the resume window (the next run would find the
+		// network full).
+		bye, _ := p2pwire.AppendMessageFrame(nil, &p2pwire.Goodbye{})
 		for _, p := range peers {
 			if p != nil {
+				_ = p.c.SetDeadline(time.Now().Add(time.Second))
+				_, _ = p.c.Write(bye)
 				_ = p.c.Close()
 			}
 		}
@@ -159,7 +165,7 @@ func RunP2P(ctx context.Context, cfg P2PConfig) (*P2PResult, error) {
 	}
 	stopLoops := func() {
 		for _, p := range peers {
-			_ = p.c.SetDeadline(time.Now())
+			_ = p.c.SetReadDeadline(time.Now())
 		}
 		loops.Wait()
 	}
@@ -265,7 +271,7 @@ func dialPeer(ctx context.Context, addr string, tcfg *tls.Config, network string
 		p.id = m.PeerID
 	case *p2pwire.Error:
 		_ = c.Close()
-		return nil, fmt.Errorf("bench p2p: the hub refused: %s (%s); does it run with --allow-anonymous?", m.Code, m.Reason)
+		return nil, fmt.Errorf("bench p2p: the hub refused: %s (%s); does it run with --allow-anonymous (and --hub-max-peers at least --peers)?", m.Code, m.Reason)
 	default:
 		_ = c.Close()
 		return nil, fmt.Errorf("bench p2p: got %s instead of WELCOME", m.Kind())

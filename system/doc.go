@@ -2,13 +2,13 @@
 // process from a [Config]: the embedded NATS server or the connection to
 // a deployment's, a backbone connection and store per role, the signing
 // key, the control plane (every HTTP API on control's hardened
-// http.Server), the game node, the admin listener, TLS on every TCP
+// http.Server), the game node, the P2P hub, the admin listener, TLS on every TCP
 // listener, the data dir (lock, node id, server key, certificate) and the
 // ready file. It is the only wiring: `switchboard dev`, every `switchboard
 // serve ROLE`, internal/teststack and the end-to-end tests all start a
 // process through [Start], so that a setting means the same everywhere.
-// Relay and hub roles will be one more start function each on the same
-// helpers (listen, connect, serve).
+// The hub role is one more start function (startHub, in hub.go) on the
+// same helpers (listen, connect, serve); the relay role will be another.
 //
 // It owns nothing of the roles' behaviour: control, node and store own
 // that, and system only hands them their configuration, connections and

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -46,7 +45,7 @@ the hub's /metrics (the admin listener). See docs/benchmarks.md.`,
 			}
 			cfg.MetricsURL, cfg.Out = metrics, cmd.OutOrStdout()
 			if _, err := bench.RunP2P(cmd.Context(), cfg); err != nil {
-				return fmt.Errorf("bench p2p: %s", describe(err))
+				return err
 			}
 			return nil
 		},
