@@ -14,8 +14,10 @@
 // that hub has left the registry or drains, the next join moves the
 // network to another. Peer ids are made here, per join, as
 // <username>~<random>, and sealed into the ticket, so that the hub admits
-// a peer with no lookup. The peer cap is enforced by the hub (ERROR
-// network_full), which reads it from the network's record.
+// a peer with no lookup. A network's peer cap is checked at the join
+// against the peers the hub reports (409 network_full); joins in flight at
+// once may overshoot it, and the hub's own cap per network holds
+// regardless (ERROR network_full).
 //
 // The peer list, kick and ban reach the network's hub as commands over
 // NATS (store.SendHubCommand); a ban is also written to the network's
