@@ -54,6 +54,8 @@ type ready struct {
 	TLS       []string `json:"tls"`
 	TLSSHA256 string   `json:"tls_fingerprint_sha256"`
 	Hub       string   `json:"hub"`
+	HubID     string   `json:"hub_id"`
+	HubSHA256 string   `json:"hub_tls_fingerprint_sha256"`
 }
 
 // proc is a running switchboard process.

@@ -809,6 +809,7 @@ func (c *conn) writeLoop() {
 	defer close(c.wdone)
 	defer func() { _ = c.nc.Close() }()
 	var ctl []byte
+	var wdl time.Time // the write deadline set last
 	for {
 		p.mu.Lock()
 		for p.cur == c && p.evict == 0 && !p.gone && len(p.out) == 0 && len(p.events) == 0 && !p.needSet {
@@ -842,7 +843,12 @@ func (c *conn) writeLoop() {
 		if needSet {
 			ctl = h.appendPeerSet(ctl, p)
 		}
-		_ = c.nc.SetWriteDeadline(h.cfg.Now().Add(h.cfg.WriteTimeout))
+		// Move the write deadline at most once a second: setting it costs
+		// a timer update, as much as a small write.
+		if now := h.cfg.Now(); now.After(wdl.Add(-h.cfg.WriteTimeout + time.Second)) {
+			wdl = now.Add(h.cfg.WriteTimeout)
+			_ = c.nc.SetWriteDeadline(wdl)
+		}
 		if len(ctl) > 0 {
 			if _, err := c.nc.Write(ctl); err != nil {
 				return
