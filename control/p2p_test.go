@@ -276,3 +276,56 @@ func TestP2PNotMounted(t *testing.T) {
 	e := newEnv(t)
 	want(t, e.p2p("GET", "/networks", nil), http.StatusNotFound, api.CodeNotFound)
 }
+
+// Bad input on the server routes: wrong values, unknown networks, long
+// bodies, wrong methods; the join limiter.
+func TestP2PBadInput(t *testing.T) {
+	e, _ := p2pEnv(t)
+	e.addHub("h1", 0, false)
+	want(t, e.p2p("POST", "/networks", map[string]any{"network": "n"}), http.StatusCreated)
+	for _, c := range []struct {
+		method, path string
+		body         any
+		status       int
+		code         string
+	}{
+		{"PATCH", "/networks/n", map[string]any{"max_peers": 0}, http.StatusBadRequest, api.CodeInvalidArgument},
+		{"PATCH", "/networks/n", map[string]any{"allow_list": []string{strings.Repeat("u", 65)}}, http.StatusBadRequest, api.CodeInvalidArgument},
+		{"PATCH", "/networks/none", map[string]any{"max_peers": 3}, http.StatusNotFound, api.CodeNotFound},
+		{"GET", "/networks/bad.name", nil, http.StatusNotFound, api.CodeNotFound},
+		{"GET", "/networks?limit=0", nil, http.StatusBadRequest, api.CodeInvalidArgument},
+		{"GET", "/networks?limit=201", nil, http.StatusBadRequest, api.CodeInvalidArgument},
+		{"GET", "/networks?page_token=a.b", nil, http.StatusBadRequest, api.CodeInvalidArgument},
+		{"POST", "/networks/n/peers/x~y/kick", map[string]any{"reason": "\x01"}, http.StatusBadRequest, api.CodeInvalidArgument},
+		{"POST", "/networks/n/peers/" + strings.Repeat("p", 97) + "/kick", nil, http.StatusNotFound, api.CodeNotFound},
+		{"POST", "/networks/n/bans", map[string]any{"username": "a b"}, http.StatusBadRequest, api.CodeInvalidArgument},
+		{"DELETE", "/networks/none/bans/x", nil, http.StatusNotFound, api.CodeNotFound},
+		{"POST", "/networks", strings.Repeat(" ", DefaultMaxBodyBytes+1), http.StatusBadRequest, api.CodeInvalidArgument},
+		{"PUT", "/networks/n", nil, http.StatusMethodNotAllowed, api.CodeInvalidArgument},
+	} {
+		r := e.p2p(c.method, c.path, c.body)
+		if r.status != c.status || r.code() != c.code {
+			t.Errorf("%s %s: %d %s, want %d %s; %s", c.method, c.path, r.status, r.code(), c.status, c.code, r.raw)
+		}
+	}
+	// A network's name in another case is another network.
+	want(t, e.p2p("GET", "/networks/N", nil), http.StatusNotFound, api.CodeNotFound)
+}
+
+// Joins are rate limited per login session.
+func TestP2PJoinRateLimit(t *testing.T) {
+	var ring *tokens.HubKeyring
+	e := newEnv(t, func(c *Config) {
+		key, _ := c.DB.SigningKey(context.Background())
+		ring, _ = tokens.NewHubKeyring(tokens.HubKey{ID: 1, Secret: key})
+		c.HubTickets = ring
+		c.JoinRate, c.JoinBurst = 0.001, 2
+	})
+	e.addHub("h1", 0, false)
+	alice := e.login("alice")
+	for range 2 {
+		want(t, e.do("POST", "/p2p/v1/join", alice, map[string]any{"network": "n"}), http.StatusOK)
+	}
+	want(t, e.do("POST", "/p2p/v1/join", alice, map[string]any{"network": "n"}), http.StatusTooManyRequests, api.CodeRateLimited)
+	want(t, e.do("POST", "/p2p/v1/join", e.login("bob"), map[string]any{"network": "n"}), http.StatusOK)
+}

@@ -3,9 +3,11 @@ package p2p_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +34,7 @@ type testHub struct {
 	h           *hub.Hub
 	addr        string
 	fingerprint string
+	certFile    string
 	keys        *tokens.HubKeyring
 }
 
@@ -67,7 +70,7 @@ func startHub(t *testing.T, tweak func(*hub.Config)) *testHub {
 		_ = h.Close()
 		<-served
 	})
-	return &testHub{t: t, h: h, addr: ln.Addr().String(), fingerprint: st.Fingerprint(), keys: keys}
+	return &testHub{t: t, h: h, addr: ln.Addr().String(), fingerprint: st.Fingerprint(), certFile: certFile, keys: keys}
 }
 
 // ticket is what the API would answer a join of user to network.
@@ -270,6 +273,30 @@ func TestConnectRefused(t *testing.T) {
 	jr.Ticket = "hbt1.AAAA"
 	if _, err := p2p.Connect(ctx, jr, nil); !errors.Is(err, p2p.ErrUnauthorized) {
 		t.Fatalf("connect with a forged ticket = %v", err)
+	}
+}
+
+// With Config.RootCAs the certificate is verified by its chain and host
+// name, and no fingerprint is needed; a pool without the hub's CA fails.
+func TestRootCAs(t *testing.T) {
+	th := startHub(t, nil)
+	pem, err := os.ReadFile(th.certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		t.Fatal("no certificate in the PEM")
+	}
+	jr := th.ticket("alice", "n")
+	jr.Hub.CertSHA256 = ""
+	p, err := p2p.Connect(context.Background(), jr, &p2p.Config{RootCAs: pool})
+	if err != nil {
+		t.Fatalf("connect with the CA: %v", err)
+	}
+	_ = p.Close()
+	if _, err := p2p.Connect(context.Background(), th.ticket("bob", "n"), &p2p.Config{RootCAs: x509.NewCertPool()}); err == nil {
+		t.Fatal("connect with an empty pool succeeded")
 	}
 }
 
