@@ -30,7 +30,7 @@ const hubID = "hub-1"
 
 // testHub is a real hub on 127.0.0.1 with a self-signed certificate.
 type testHub struct {
-	t           *testing.T
+	t           testing.TB
 	h           *hub.Hub
 	addr        string
 	fingerprint string
@@ -38,7 +38,7 @@ type testHub struct {
 	keys        *tokens.HubKeyring
 }
 
-func startHub(t *testing.T, tweak func(*hub.Config)) *testHub {
+func startHub(t testing.TB, tweak func(*hub.Config)) *testHub {
 	t.Helper()
 	certFile, keyFile, _, err := certs.SelfSigned(certs.SelfSignedConfig{Dir: t.TempDir()})
 	if err != nil {
