@@ -125,8 +125,10 @@ func (p *Peer) resume(lost error) (*bufio.Reader, error) {
 func readErr(err error) error {
 	var ne net.Error
 	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, io.EOF):
 		return fmt.Errorf("p2p: the hub closed the connection: %w", err)
+	case errors.Is(err, net.ErrClosed):
+		return fmt.Errorf("p2p: the connection to the hub was closed: %w", err)
 	case errors.As(err, &ne) && ne.Timeout():
 		return fmt.Errorf("p2p: the hub is silent: %w", err)
 	case errors.Is(err, p2pwire.ErrInvalid):
