@@ -235,8 +235,36 @@ func TestP2PServeControlAndHub(t *testing.T) {
 		t.Fatalf("bob.Err = %v", bob.Err())
 	}
 	waitFor(alice, p2p.EventPeerLeft, bob.ID())
-	_ = alice.Close()
-	hub.stop(10 * time.Second)
-	ctl.stop(10 * time.Second)
 
+	// A second hub; the first drains: its peers are told it is shutting
+	// down, and their next join moves the network to the second.
+	hub2 := start(t, "serve", "hub", "--nats-url", nats.URL(), "--nats-creds", creds, "--hub", "127.0.0.1:0", "--node-id", "e2e-hub-2", "--data-dir", t.TempDir())
+	hub.stop(10 * time.Second)
+	<-alice.Done()
+	if !errors.Is(alice.Err(), p2p.ErrShuttingDown) {
+		t.Fatalf("alice.Err after the hub drained = %v", alice.Err())
+	}
+	// Control reads the registry through a 1 s cache: a join in that
+	// second may still be sent to the stopped hub, and fails to dial.
+	auth, err := be.CreateAuthToken(ctx, "carol", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := session.Login(ctx, ctl.ready.API, "carol", auth, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var carol *p2p.Peer
+	for deadline := time.Now().Add(10 * time.Second); carol == nil; time.Sleep(100 * time.Millisecond) {
+		carol, err = p2p.Join(ctx, sc, p2p.JoinRequest{Network: "split"}, nil)
+		if err != nil && time.Now().After(deadline) {
+			t.Fatalf("join after the drain: %v", err)
+		}
+	}
+	if carol.Hub().NodeID != "e2e-hub-2" || carol.Hub().Address != hub2.ready.Hub {
+		t.Fatalf("after the drain the network is on %+v", carol.Hub())
+	}
+	_ = carol.Close()
+	hub2.stop(10 * time.Second)
+	ctl.stop(10 * time.Second)
 }
