@@ -18,10 +18,12 @@
 //
 // # Routing
 //
-// The reader decodes the routing header only (p2pwire.DecodeRouting),
-// looks the destination up in the sender's network, and appends the
-// stamped frame — length, kind, flags, from, then the rest of the body as
-// it arrived — to the destination's send queue. Nothing is allocated per
+// The reader handles every whole frame in its read buffer in place, reads
+// the clock once per such batch, decodes the routing header only
+// (p2pwire.DecodeRouting), looks the destination up in the sender's network
+// (or reuses the last one while the network's version holds), and appends
+// the stamped frame — length, kind, flags, from, then the rest of the body
+// as it arrived — to the destination's send queue. Nothing is allocated per
 // routed message (TestRouteAllocatesNothing). A destination outside the
 // sender's network is an unknown peer. Request/response correlation is the
 // peers': the hub routes REQUEST and RESPONSE like MESSAGE, and puts the
@@ -36,7 +38,9 @@
 // messages per second and another routed bytes per second; a per-network
 // bucket bounds the bytes of all its peers; over either, the message is
 // dropped with ERROR rate_limited or quota_exceeded and the connection
-// stays. Frames are at most Config.MaxFrameSize, networks at most
+// stays. The per-peer buckets belong to the connection: a resumed peer
+// starts with full ones (a reconnect costs a TLS handshake, and the
+// network's bucket still holds). Frames are at most Config.MaxFrameSize, networks at most
 // Config.MaxPeersPerNetwork peers, the hub at most Config.MaxConns
 // connections. Nothing logged holds a ticket, a token or a payload.
 //

@@ -3,10 +3,13 @@ package p2p
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/switchboardgg/switchboard/protocol/p2pwire"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -72,6 +75,12 @@ func TestMessagesAndRequestResponse(t *testing.T) {
 	if resp.From != bob.id() || resp.MessageID != 42 || string(resp.Payload) != "pong!" {
 		t.Fatalf("alice got response %+v", resp)
 	}
+	// A message larger than the reader's buffer (32 KiB) goes through whole.
+	big := bytes.Repeat([]byte("0123456789abcdef"), 100<<10/16)
+	alice.send(msgTo(bob.id(), "big", big))
+	if m := expect[*p2pwire.Msg](bob); !bytes.Equal(m.Payload, big) || m.Header != "big" {
+		t.Fatalf("big message: %d bytes, header %q", len(m.Payload), m.Header)
+	}
 	// Many messages in one go arrive in order (the writer coalesces).
 	var frames []byte
 	for i := range 500 {
@@ -85,6 +94,11 @@ func TestMessagesAndRequestResponse(t *testing.T) {
 		if binary.BigEndian.Uint32(m.Payload) != uint32(i) {
 			t.Fatalf("message %d: got %d", i, binary.BigEndian.Uint32(m.Payload))
 		}
+	}
+	alice.ping(1) // the reader counts per batch, before it reads the PING
+	var routed dto.Metric
+	if err := th.h.m.routed.Write(&routed); err != nil || routed.GetCounter().GetValue() != 504 {
+		t.Fatalf("routed counter %v (%v), want 504", routed.GetCounter().GetValue(), err)
 	}
 }
 
@@ -492,4 +506,64 @@ func waitDetached(t *testing.T, h *Hub, network, id string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("%s never detached", id)
+}
+
+// TestEventsCoalesce: what a peer has not been sent yet is coalesced — a
+// peer that joined and left in between is not mentioned, one that left and
+// came back neither — and the events go out sorted with the last version.
+func TestEventsCoalesce(t *testing.T) {
+	q := &peer{id: "q~1"}
+	q.cond.L = &q.mu
+	q.addEvent("b~1", p2pwire.PeerJoined, 1)
+	q.addEvent("a~1", p2pwire.PeerJoined, 2)
+	q.addEvent("b~1", p2pwire.PeerLeft, 3)
+	q.addEvent("c~1", p2pwire.PeerLeft, 4)
+	q.addEvent("c~1", p2pwire.PeerJoined, 5)
+	q.addEvent("d~1", p2pwire.PeerLeft, 6)
+	frame := appendEvents(nil, q)
+	m, err := p2pwire.Decode(frame[p2pwire.FrameHeaderSize:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := m.(*p2pwire.PeerEvents)
+	want := []p2pwire.PeerEvent{{Op: p2pwire.PeerJoined, Peer: "a~1"}, {Op: p2pwire.PeerLeft, Peer: "d~1"}}
+	if ev.Version != 6 || !slices.Equal(ev.Events, want) {
+		t.Fatalf("events %+v", ev)
+	}
+	if len(q.events) != 0 {
+		t.Fatalf("events left: %v", q.events)
+	}
+}
+
+// TestGarbageAfterHello: random bytes after HELLO end that connection (or
+// are refused) and nobody else notices.
+func TestGarbageAfterHello(t *testing.T) {
+	th := startHub(t, nil)
+	alice, _ := th.join("alice", "lobby")
+	for seed := range 5 {
+		c, _ := th.join(fmt.Sprintf("g%d", seed), "lobby")
+		garbage := make([]byte, 4096)
+		for i := range garbage {
+			garbage[i] = byte(i*131 + seed*17 + i*i)
+		}
+		c.sendRaw(garbage)
+		for {
+			m, err := c.read()
+			if err != nil {
+				break // closed
+			}
+			if e, ok := m.(*p2pwire.Error); ok && e.Closing {
+				continue
+			}
+		}
+	}
+	alice.ping(1)
+	// The hub removes a peer once its reader has ended, just after the
+	// close the client saw.
+	for i := 0; !slices.Equal(th.h.Peers("lobby"), []string{string(alice.id())}); i++ {
+		if i == 1000 {
+			t.Fatalf("peers %v", th.h.Peers("lobby"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

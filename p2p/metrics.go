@@ -19,7 +19,7 @@ type metrics struct {
 // refusal reasons and drop reasons counted.
 var (
 	refuseReasons = []string{"malformed", "unauthorized", "forbidden", "unknown_peer", "too_large", "rate_limited", "quota_exceeded", "network_full", "timeout", "unsupported_version"}
-	dropReasons   = []string{"goodbye", "resume_expired", "slow_consumer", "kicked", "shutting_down"}
+	dropReasons   = []string{"goodbye", "resume_expired", "slow_consumer", "kicked", "shutting_down", "malformed", "too_large"}
 )
 
 func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
