@@ -96,6 +96,13 @@ type Config struct {
 	// AllowAnonymous lets C0 log in without an auth_token. False (the
 	// default) answers 401 to such logins.
 	AllowAnonymous bool
+	// HubTickets seals the hub tickets of the P2P API (/p2p/v1) with the
+	// deployment's key, as hubs open them. Nil means the P2P API is not
+	// served (its paths answer 404).
+	HubTickets *tokens.HubKeyring
+	// P2PMaxPeers is the peer cap of a P2P network made without one.
+	// Zero means api.DefaultMaxPeers.
+	P2PMaxPeers int
 
 	// AccessTokenTTL is the lifetime of access tokens. Zero means
 	// DefaultAccessTokenTTL.

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/control/p2papi"
 	"github.com/switchboardgg/switchboard/control/relayapi"
 	"github.com/switchboardgg/switchboard/control/roomsapi"
 	"github.com/switchboardgg/switchboard/store"
@@ -37,6 +38,7 @@ type Server struct {
 	loginLimit *httpapi.Limiter
 	rooms      *roomsapi.Server
 	relay      *relayapi.Server // nil: Config.Relay is nil
+	p2p        *p2papi.Server   // nil without Config.HubTickets
 	handler    http.Handler
 	srv        *http.Server
 }
@@ -80,6 +82,23 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("control: rooms API: %w", err)
 	}
+	var p2p *p2papi.Server
+	if cfg.HubTickets != nil {
+		if p2p, err = p2papi.New(p2papi.Config{
+			DB:               cfg.DB,
+			Backbone:         cfg.Backbone,
+			Tickets:          cfg.HubTickets,
+			MaxPeers:         cfg.P2PMaxPeers,
+			MaxBodyBytes:     cfg.MaxBodyBytes,
+			CommandTimeout:   cfg.CommandTimeout,
+			JoinRate:         cfg.JoinRate,
+			JoinBurst:        cfg.JoinBurst,
+			MaxRateLimitKeys: cfg.MaxRateLimitKeys,
+			Logger:           cfg.Logger,
+		}); err != nil {
+			return nil, fmt.Errorf("control: P2P API: %w", err)
+		}
+	}
 	s := &Server{
 		cfg:        cfg,
 		log:        cfg.Logger,
@@ -90,6 +109,7 @@ func New(cfg Config) (*Server, error) {
 		keyHash:    sha256.Sum256([]byte(cfg.ServerKey)),
 		loginLimit: httpapi.NewLimiter(cfg.LoginRate, cfg.LoginBurst, cfg.MaxRateLimitKeys),
 		rooms:      rooms,
+		p2p:        p2p,
 	}
 	names := []string{routeUnmatched}
 	for _, rt := range s.routes() {
@@ -129,7 +149,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // routes is the route table: control's own routes, then those of the
-// APIs it mounts (roomsapi, relayapi's server routes). relayapi's
+// APIs it mounts (roomsapi, relayapi's server routes, p2papi). relayapi's
 // Unity-facing routes are mounted whole at their prefixes (buildMux).
 func (s *Server) routes() []httpapi.Route {
 	const (
@@ -149,6 +169,9 @@ func (s *Server) routes() []httpapi.Route {
 	routes := append(own, s.rooms.Routes()...)
 	if s.relay != nil {
 		routes = append(routes, s.relay.Routes()...)
+	}
+	if s.p2p != nil {
+		routes = append(routes, s.p2p.Routes()...)
 	}
 	return routes
 }

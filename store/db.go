@@ -90,6 +90,9 @@ type Config struct {
 	// reading it again (a node's draining flag reaches control that much
 	// later). Zero means DefaultNodeCacheTTL; negative: never cached.
 	NodeCacheTTL time.Duration
+	// P2PNetworkTTL is the lifetime of a P2P network record after its
+	// last write (see p2p.go). Zero means DefaultP2PNetworkTTL.
+	P2PNetworkTTL time.Duration
 	// UpdateTimeout bounds one combined write of a room's updates
 	// ([DB.UpdateRoom]), which runs for every caller that joined it,
 	// whatever their own contexts. Zero means DefaultUpdateTimeout.
@@ -115,6 +118,7 @@ type DB struct {
 	users     *backbone.KV[UserSessions]
 	tickets   *backbone.KV[JoinTicket]
 	nodes     *backbone.KV[Node]
+	p2p       p2pBuckets
 	config    jetstream.KeyValue
 	relay     relayBuckets // store/relay.go
 	roomW     *combiner    // the room updates of this process, combined per room
@@ -159,6 +163,9 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	if cfg.MaxRecordBytes <= 0 {
 		cfg.MaxRecordBytes = DefaultMaxRecordBytes
 	}
+	if cfg.P2PNetworkTTL <= 0 {
+		cfg.P2PNetworkTTL = DefaultP2PNetworkTTL
+	}
 	if cfg.UpdateTimeout <= 0 {
 		cfg.UpdateTimeout = DefaultUpdateTimeout
 	}
@@ -192,6 +199,8 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 		{"relayallocs", "switchboard relay allocations", cfg.RelayTTL},
 		{"relaycodes", "switchboard relay join codes", cfg.RelayTTL},
 		{"relaykeys", "switchboard relay API keys", 0},
+		{"p2pnets", "switchboard p2p networks", cfg.P2PNetworkTTL},
+		{"p2pcodes", "switchboard p2p join codes", cfg.P2PNetworkTTL},
 	}
 	for _, b := range buckets {
 		kv, err := conn.KeyValue(ctx, jetstream.KeyValueConfig{
@@ -220,6 +229,10 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 		allocs: backbone.NewKV[RelayAllocation](raw["relayallocs"], kvc("relay allocation")),
 		codes:  backbone.NewKV[RelayJoinCode](raw["relaycodes"], kvc("relay join code")),
 		keys:   backbone.NewKV[RelayAPIKey](raw["relaykeys"], kvc("relay API key")),
+	}
+	db.p2p = p2pBuckets{
+		nets:  backbone.NewKV[P2PNetwork](raw["p2pnets"], kvc("p2p network")),
+		codes: backbone.NewKV[P2PJoinCode](raw["p2pcodes"], kvc("p2p join code")),
 	}
 	db.roomW = newCombiner(db)
 	return db, nil

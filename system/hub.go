@@ -94,7 +94,7 @@ func (s *System) startHub(ctx context.Context) error {
 	}
 	s.ready.Hub, s.ready.HubID = bound, id
 	s.ready.HubFingerprint = st.Fingerprint()
-	_, db, err := s.connect(ctx, "hub")
+	bb, db, err := s.connect(ctx, "hub")
 	if err != nil {
 		return err
 	}
@@ -127,12 +127,18 @@ func (s *System) startHub(ctx context.Context) error {
 	}
 	hb := &hubHeartbeat{db: db, h: h, every: every, node: store.Node{
 		Role: store.RoleHub, NodeID: id, Version: c.Version, StartedAt: time.Now().UTC(),
-		Addresses: map[string]string{"tls": public, "tls_cert_sha256": st.Fingerprint()},
+		Addresses: map[string]string{store.HubAddressTLS: public, store.HubAddressCertSHA256: st.Fingerprint()},
 	}, maxConns: hc.MaxConns}
 	if hb.maxConns == 0 {
 		hb.maxConns = p2p.DefaultMaxConns
 	}
+	stopCmds, err := serveHubCommands(bb, id, h) // before registering: the API may ask at once
+	if err != nil {
+		_ = h.Close()
+		return err
+	}
 	if err := hb.put(ctx, false); err != nil {
+		_ = stopCmds()
 		_ = h.Close()
 		return fmt.Errorf("system: hub %s: register: %w", id, err)
 	}
@@ -142,9 +148,10 @@ func (s *System) startHub(ctx context.Context) error {
 		shutdown: func(ctx context.Context) error {
 			stopHB()
 			_ = hb.put(ctx, true) // draining: the API sends no new networks here
+			_ = stopCmds()
 			return h.Shutdown(ctx)
 		},
-		close: func() error { stopHB(); return h.Close() },
+		close: func() error { stopHB(); _ = stopCmds(); return h.Close() },
 	})
 	s.serve("hub", func() error {
 		if err := h.Serve(ln); !errors.Is(err, p2p.ErrServerClosed) {

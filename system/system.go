@@ -46,6 +46,7 @@ type System struct {
 	probe     *backbone.Probe // made with the first connection; nil without
 	signer    *tokens.Signer
 	relayKeys *tokens.RelayKeyring // made at first use (relay, control)
+	hubKey    *tokens.HubKeyring   // hub tickets, from the signing key
 	wrote     bool                 // the ready file exists
 
 	wg      sync.WaitGroup // the serve goroutines
@@ -258,6 +259,9 @@ func (s *System) connect(ctx context.Context, role string) (*backbone.Conn, *sto
 		if s.signer, err = tokens.NewSigner(key); err != nil {
 			return nil, nil, fmt.Errorf("system: signing key: %w", err)
 		}
+		if s.hubKey, err = HubKeyring(key); err != nil {
+			return nil, nil, err
+		}
 	}
 	return bb, db, nil
 }
@@ -408,6 +412,7 @@ func (s *System) startControl(ctx context.Context) error {
 	}
 	cc := c.API.Control
 	cc.DB, cc.Backbone, cc.Signer, cc.ServerKey = db, bb, s.signer, key
+	cc.HubTickets = s.hubKey
 	cc.Logger = s.log.With("component", "control")
 	cc.Registerer = s.reg
 	cc.Health = s.Health

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control"
 	"github.com/switchboardgg/switchboard/node/udp"
@@ -160,6 +161,8 @@ func addControlTuning(f *pflag.FlagSet, o *systemOptions, loginRate float64, log
 	f.IntVar(&c.LoginBurst, "login-burst", loginBurst, "C0 calls a client IP may make at once above --login-rate")
 	f.Float64Var(&c.JoinRate, "join-rate", control.DefaultJoinRate,
 		fmt.Sprintf("C1 joins per second and login session (burst %d); negative turns the limit off", control.DefaultJoinBurst))
+	f.IntVar(&c.P2PMaxPeers, "p2p-max-peers", api.DefaultMaxPeers,
+		fmt.Sprintf("peer cap of a P2P network made without max_peers (by its first join; at most %d)", api.MaxMaxPeers))
 }
 
 func addNodeTuning(f *pflag.FlagSet, o *systemOptions) {

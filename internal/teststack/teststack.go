@@ -62,6 +62,8 @@ type Config struct {
 	Relay bool
 	// RelayRegion is the relay node's region. Empty means "local".
 	RelayRegion string
+	// Hub adds the P2P hub role on 127.0.0.1:0 (Ready().Hub).
+	Hub bool
 	// Logger receives every component's logs. Nil means they are
 	// discarded.
 	Logger *slog.Logger
@@ -110,8 +112,14 @@ func Start(ctx context.Context, dir string, cfg Config) (*Stack, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	roles, hub := system.AllRoles, system.HubConfig{}
+	if cfg.Hub {
+		roles |= system.RoleHub
+		hub.Addr = "127.0.0.1:0"
+	}
 	sc := system.Config{
-		Roles:   system.AllRoles,
+		Roles:   roles,
+		Hub:     hub,
 		DataDir: dir,
 		API: system.APIConfig{
 			Addr: "127.0.0.1:0", ServerKey: cfg.ServerKey,

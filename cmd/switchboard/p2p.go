@@ -1,0 +1,234 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboardgg/switchboard/bench"
+	"github.com/switchboardgg/switchboard/client/backend"
+	"github.com/switchboardgg/switchboard/client/p2p"
+	"github.com/switchboardgg/switchboard/client/session"
+)
+
+func newP2PCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "p2p",
+		Short: "Talk to the peers of a P2P network through its hub",
+	}
+	cmd.AddCommand(newP2PChatCmd())
+	return cmd
+}
+
+func newP2PChatCmd() *cobra.Command {
+	var (
+		af       apiFlags
+		network  string
+		joinCode string
+		username string
+	)
+	cmd := &cobra.Command{
+		Use:   "chat --network NAME",
+		Short: "Chat with the peers of a network: each line goes to every peer",
+		Long: `chat logs in (an auth token minted with the server key, or with none when
+there is no key and the server runs --allow-anonymous), joins the network
+through the P2P API and connects to its hub. Each line typed is broadcast to
+every other peer of the network; joins and leaves are printed as they happen.
+
+Commands:
+  /peers             list the other peers
+  /msg PEER text     send text to one peer only
+  /quit              leave (so does end of input, or Ctrl-C)
+
+Lines received are printed as "<peer> text", or "<peer> (to you) text" for a
+/msg. chat exits 0 when you leave, and non-zero with the reason when the hub
+ends the connection (kicked, shutting down, …) or the join fails.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if network == "" && joinCode == "" {
+				return errors.New("p2p chat: give --network or --join-code")
+			}
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			if username == "" {
+				username = "chat-" + bench.NewRunID()
+			}
+			sc, err := p2pLogin(ctx, &af, username)
+			if err != nil {
+				return fmt.Errorf("p2p chat: %w", err)
+			}
+			peer, err := p2p.Join(ctx, sc, p2p.JoinRequest{Network: network, JoinCode: joinCode}, nil)
+			if err != nil {
+				return fmt.Errorf("p2p chat: %w", err)
+			}
+			defer peer.Close()
+			err = chat(ctx, peer, cmd.InOrStdin(), cmd.OutOrStdout())
+			if err != nil {
+				return fmt.Errorf("p2p chat: %w", err)
+			}
+			return nil
+		},
+	}
+	af.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&network, "network", "", "the network's `NAME` (made by the first join when it does not exist)")
+	fl.StringVar(&joinCode, "join-code", "", "the network's join `CODE`, when it has one")
+	fl.StringVar(&username, "username", "", "your `NAME` (default: chat-<random>)")
+	return cmd
+}
+
+// p2pLogin logs username in: with an auth token minted with the server
+// key, or without one when there is no key (the server must allow
+// anonymous logins).
+func p2pLogin(ctx context.Context, af *apiFlags, username string) (*session.Client, error) {
+	apiURL, key, err := af.resolve()
+	if err != nil {
+		return nil, err
+	}
+	var auth string
+	if key != "" {
+		be, err := backend.New(apiURL, key, nil)
+		if err != nil {
+			return nil, err
+		}
+		if auth, err = be.CreateAuthToken(ctx, username, 0); err != nil {
+			return nil, fmt.Errorf("auth token: %w", err)
+		}
+	}
+	sc, err := session.Login(ctx, apiURL, username, auth, nil)
+	if err != nil {
+		return nil, fmt.Errorf("log in as %s: %w", username, err)
+	}
+	return sc, nil
+}
+
+// chat runs the chat loop of peer: lines of in are sent, messages and
+// events are written to out. It returns nil when in ends, /quit is typed
+// or ctx ends, and the reason when the connection ended first.
+func chat(ctx context.Context, peer *p2p.Peer, in io.Reader, out io.Writer) error {
+	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, format+"\n", args...)
+	}
+	say("joined network %s as %s", peer.Network(), peer.ID())
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer peer.Close() // closes Events and Messages, ending the printers
+	wg.Go(func() {
+		for ev := range peer.Events() {
+			switch ev.Type {
+			case p2p.EventPeerJoined:
+				say("* %s joined", ev.Peer)
+			case p2p.EventPeerLeft:
+				say("* %s left", ev.Peer)
+			case p2p.EventError:
+				say("! %s", strings.TrimPrefix(ev.Err.Error(), "p2p: "))
+			case p2p.EventDisconnected:
+				say("! connection to the hub lost (%s); resuming", strings.TrimPrefix(ev.Err.Error(), "p2p: "))
+			case p2p.EventResumed:
+				say("* resumed as %s", peer.ID())
+			}
+		}
+	})
+	wg.Go(func() {
+		for m := range peer.Messages() {
+			if m.Broadcast {
+				say("<%s> %s", m.From, printable(m.Payload))
+			} else {
+				say("<%s> (to you) %s", m.From, printable(m.Payload))
+			}
+		}
+	})
+
+	lines := make(chan string)
+	readDone := make(chan struct{})
+	go func() { // not joined: a read of stdin cannot be interrupted; it ends with the process
+		defer close(readDone)
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 0, 4096), 64<<10)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-peer.Done():
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-peer.Done():
+			return hubEnded(peer.Err())
+		case <-readDone:
+			return nil
+		case line := <-lines:
+			quit, err := chatLine(ctx, peer, line, say)
+			if err != nil {
+				if errors.Is(err, p2p.ErrClosed) {
+					return hubEnded(peer.Err())
+				}
+				say("! %s", strings.TrimPrefix(err.Error(), "p2p: "))
+			}
+			if quit {
+				return nil
+			}
+		}
+	}
+}
+
+// hubEnded describes why the hub ended the connection.
+func hubEnded(err error) error {
+	if err == nil || errors.Is(err, p2p.ErrClosed) && !errors.As(err, new(*p2p.HubError)) {
+		return errors.New("the connection to the hub ended")
+	}
+	return fmt.Errorf("the hub ended the connection: %s", strings.TrimPrefix(err.Error(), "p2p: "))
+}
+
+// chatLine acts on one typed line, and reports whether it was /quit.
+func chatLine(ctx context.Context, peer *p2p.Peer, line string, say func(string, ...any)) (bool, error) {
+	switch {
+	case strings.TrimSpace(line) == "":
+		return false, nil
+	case line == "/quit":
+		return true, nil
+	case line == "/peers":
+		peers := peer.Peers()
+		if len(peers) == 0 {
+			say("no other peers")
+		}
+		for _, p := range peers {
+			say("  %s", p)
+		}
+		return false, nil
+	case strings.HasPrefix(line, "/msg "):
+		to, text, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "/msg ")), " ")
+		if !ok || to == "" || text == "" {
+			return false, errors.New("usage: /msg PEER text")
+		}
+		return false, peer.Send(ctx, to, p2p.Envelope{Header: "chat", Payload: []byte(text)})
+	case strings.HasPrefix(line, "/"):
+		return false, errors.New("unknown command; try /peers, /msg PEER text or /quit")
+	}
+	return false, peer.Broadcast(ctx, p2p.Envelope{Header: "chat", Payload: []byte(line)})
+}
+
+// printable returns the payload as text with control characters
+// replaced, so that a peer cannot drive the terminal.
+func printable(b []byte) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(string(b), "?"))
+}
