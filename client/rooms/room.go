@@ -171,7 +171,7 @@ type Room struct {
 	snapInterval uint32
 
 	mu          sync.Mutex // guards the fields below
-	conn        *wsConn    // nil while reconnecting and after the end
+	conn        conn       // nil while reconnecting and after the end
 	state       State
 	snapshotsOn bool
 	resumeToken []byte
@@ -242,7 +242,7 @@ func (r *Room) Stats() Stats {
 }
 
 // current returns the live connection, or ErrClosed or ErrNotConnected.
-func (r *Room) current() (*wsConn, error) {
+func (r *Room) current() (conn, error) {
 	r.mu.Lock()
 	c, ended, leaving := r.conn, r.err != nil, r.leaving
 	r.mu.Unlock()
@@ -307,7 +307,7 @@ func (r *Room) Leave(ctx context.Context) error {
 	r.mu.Unlock()
 	if c != nil && c.sendLeave() == nil {
 		select {
-		case <-c.done:
+		case <-c.done():
 		case <-ctx.Done():
 		}
 	}

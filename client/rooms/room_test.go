@@ -634,7 +634,7 @@ func TestConnectRenewsExpiredTicketOnce(t *testing.T) {
 func TestSendInputAllocatesNothing(t *testing.T) {
 	// A Room and connection without sockets or goroutines: the measurement
 	// must not see the allocations of a fake node in the same process.
-	c := &wsConn{maxQueue: 1 << 20, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &wsConn{maxQueue: 1 << 20, wake: make(chan struct{}, 1), doneCh: make(chan struct{})}
 	r := &Room{ctx: t.Context(), conn: c}
 	r.lastFrame.Store(41)
 	data := []byte("move")
