@@ -91,6 +91,8 @@ type Config struct {
 	Node NodeConfig
 	// Admin configures the admin listener (metrics, health, pprof).
 	Admin AdminConfig
+	// Relay configures the relay data plane's listeners; none by default.
+	Relay RelayConfig
 
 	// ReadyFile, when not empty, receives [Ready] as JSON, written
 	// atomically once every role has started, and is removed by Close.

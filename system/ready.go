@@ -16,6 +16,10 @@ type Ready struct {
 	// NodeWS is the bound game node WebSocket URL, ws:// or wss://, with
 	// node.Path. Clients are told NodeConfig.PublicURL when set.
 	NodeWS string `json:"node_ws,omitempty"`
+	// RelayUDP is the relay's bound UDP address, HOST:PORT.
+	RelayUDP string `json:"relay_udp,omitempty"`
+	// RelayWS is the relay's WebSocket URL, ws:// or wss://, path "/".
+	RelayWS string `json:"relay_ws,omitempty"`
 	// Admin is the admin listener's base URL.
 	Admin string `json:"admin,omitempty"`
 	// NATS is the NATS URL the roles use; the embedded server's when
@@ -26,7 +30,8 @@ type Ready struct {
 	// ServerKey is the server API key, with APIConfig.PublishServerKey
 	// only.
 	ServerKey string `json:"server_key,omitempty"`
-	// TLS names the listeners that serve TLS ("node_ws", "api", "admin").
+	// TLS names the listeners that serve TLS ("node_ws", "api", "admin",
+	// "relay_ws").
 	TLS []string `json:"tls,omitempty"`
 	// TLSFingerprint is the SHA-256 fingerprint of the certificate the
 	// TLS listeners serve at start (certs.Fingerprint), for clients that

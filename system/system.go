@@ -21,6 +21,7 @@ import (
 	"github.com/switchboardgg/switchboard/internal/admin"
 	"github.com/switchboardgg/switchboard/internal/certs"
 	"github.com/switchboardgg/switchboard/node"
+	"github.com/switchboardgg/switchboard/relay"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -108,6 +109,9 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 			return nil, err
 		}
 	}
+	if err := s.startRelay(); err != nil {
+		return nil, err
+	}
 	if cfg.Admin.Addr != "" || cfg.Admin.Listener != nil {
 		if err := s.startAdmin(); err != nil {
 			return nil, err
@@ -123,7 +127,8 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 		s.wrote = true
 	}
 	s.log.Info("switchboard ready", "roles", cfg.Roles.String(), "api", s.ready.API,
-		"node_ws", s.ready.NodeWS, "node_id", s.ready.NodeID, "admin", s.ready.Admin, "tls", s.tls != nil)
+		"node_ws", s.ready.NodeWS, "node_id", s.ready.NodeID, "admin", s.ready.Admin, "tls", s.tls != nil,
+		"relay_udp", s.ready.RelayUDP, "relay_ws", s.ready.RelayWS)
 	return s, nil
 }
 
@@ -252,7 +257,7 @@ func (s *System) connect(ctx context.Context, role string) (*backbone.Conn, *sto
 func (s *System) serve(name string, fn func() error) {
 	s.wg.Go(func() {
 		err := fn()
-		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, node.ErrServerClosed) {
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, node.ErrServerClosed) && !errors.Is(err, relay.ErrServerClosed) {
 			s.fail(fmt.Errorf("system: %s: %w", name, err))
 		}
 	})

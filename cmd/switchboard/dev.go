@@ -30,8 +30,9 @@ func newDevCmd() *cobra.Command {
 		Use:   "dev",
 		Short: "Run the whole system in one process with an embedded NATS server",
 		Long: `dev runs the control plane, a game node and an embedded NATS server
-(JetStream on disk under --data-dir) in one process. Every listener takes
-HOST:PORT; port 0 picks a free port, and --ready-file receives the real
+(JetStream on disk under --data-dir) in one process, and with --relay and
+--relay-ws the relay data plane (its secret kept in --data-dir). Every
+listener takes HOST:PORT; port 0 picks a free port, and --ready-file receives the real
 addresses once every role has started. SIGINT or SIGTERM drains and exits;
 SIGHUP reloads the TLS certificate.`,
 		Args: cobra.NoArgs,
@@ -57,6 +58,8 @@ SIGHUP reloads the TLS certificate.`,
 	f.BoolVar(&o.cfg.API.Control.AllowAnonymous, "allow-anonymous", false, "accept client logins without an auth token (never in production)")
 	f.BoolVar(&o.tls, "tls", false, "serve https and wss with a self-signed certificate generated into --data-dir (its SHA-256 fingerprint is printed)")
 	f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region the game node serves")
+	f.StringVar(&o.cfg.Relay.UDPAddr, "relay", "", "relay UDP listen address, e.g. 127.0.0.1:7702 (Unity Relay protocol and QoS); empty: no relay")
+	f.StringVar(&o.cfg.Relay.WSAddr, "relay-ws", "", "relay WebSocket listen address, e.g. 127.0.0.1:7703 (wss with --tls); empty: none")
 	addCommonFlags(f, o)
 	addControlTuning(f, o, devLoginRate, devLoginBurst)
 	addNodeTuning(f, o)

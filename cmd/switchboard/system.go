@@ -107,6 +107,12 @@ func printBanner(w io.Writer, cfg system.Config, r system.Ready) {
 	if r.NodeWS != "" {
 		fmt.Fprintln(w, "  node ws ", r.NodeWS, "(node id "+r.NodeID+")")
 	}
+	if r.RelayUDP != "" {
+		fmt.Fprintln(w, "  relay udp", r.RelayUDP)
+	}
+	if r.RelayWS != "" {
+		fmt.Fprintln(w, "  relay ws ", r.RelayWS)
+	}
 	if r.Admin != "" {
 		fmt.Fprintln(w, "  admin   ", r.Admin+"/metrics")
 	}

@@ -1,0 +1,200 @@
+package relay
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+// Defaults of [Config]: Unity Relay's values where Unity publishes one
+// (reference unity-relay.md §4).
+const (
+	// DefaultIdleTimeout releases an allocation that sent and received
+	// nothing for this long (Unity: 10 s).
+	DefaultIdleTimeout = 10 * time.Second
+	// DefaultHostAloneTimeout is the idle timeout of a bound host with no
+	// connected peer (Unity: 60 s).
+	DefaultHostAloneTimeout = 60 * time.Second
+	// DefaultBindTimeout is the time from allocating (the blob's issue
+	// time) to the first BIND; a later first BIND gets ERROR 4 (the seed's
+	// step 4: 60 s).
+	DefaultBindTimeout = 60 * time.Second
+	// DefaultMaxDatagram is the largest relay message accepted, in bytes
+	// (UTP's absolute maximum over UDP; its default is 1400).
+	DefaultMaxDatagram = 1472
+	// DefaultMaxAllocations bounds the live allocations of one node; a
+	// first BIND beyond it is dropped (counted as "capacity").
+	DefaultMaxAllocations = 100_000
+	// DefaultMaxReleased bounds the released allocation ids remembered
+	// until their blobs expire; when full, first BINDs are dropped
+	// (counted as "capacity") until ids expire.
+	DefaultMaxReleased = 1 << 20
+	// DefaultMaxPeers caps a host's connected peers whatever its blob
+	// says (Unity: 100 players per session).
+	DefaultMaxPeers = 100
+	// DefaultAllocationRate is the bytes per second of RELAY messages one
+	// allocation may send on average; more is dropped ("bandwidth").
+	DefaultAllocationRate = 4 << 20
+	// DefaultAllocationBurst is the bytes one allocation may send at once
+	// above DefaultAllocationRate.
+	DefaultAllocationBurst = 1 << 20
+	// DefaultSourceRate is the messages per second one source address may
+	// send that cost the node work or get an answer without being a relayed
+	// RELAY (BIND, CONNECT_REQUEST, PING, QoS probes, messages answered with
+	// an ERROR); more are dropped ("source_rate").
+	DefaultSourceRate = 50
+	// DefaultSourceBurst is the burst above DefaultSourceRate.
+	DefaultSourceBurst = 100
+	// DefaultSweepInterval is how often timeouts are checked.
+	DefaultSweepInterval = 250 * time.Millisecond
+	// DefaultWSHandshakeTimeout bounds a WebSocket upgrade.
+	DefaultWSHandshakeTimeout = 10 * time.Second
+	// DefaultWSIdleTimeout closes a WebSocket connection that sent nothing
+	// for this long (the host-alone timeout: longer than any allocation's
+	// idle timeout but the per-allocation override).
+	DefaultWSIdleTimeout = 60 * time.Second
+	// DefaultWSWriteTimeout bounds one write to a WebSocket connection.
+	DefaultWSWriteTimeout = 10 * time.Second
+	// DefaultWSSendQueue is the messages queued for one WebSocket
+	// connection; more are dropped ("send_failed"), as UDP would.
+	DefaultWSSendQueue = 256
+	// DefaultMaxWSConns bounds the WebSocket connections of one node,
+	// handshaking ones included; more are closed at once.
+	DefaultMaxWSConns = 20_000
+	// DefaultBatch is the most datagrams read or written in one system
+	// call.
+	DefaultBatch = 32
+	// DefaultReadBuffer and DefaultWriteBuffer are the UDP socket buffer
+	// sizes ServePacket asks for, in bytes (the kernel caps them at
+	// net.core.rmem_max / wmem_max; see docs/configuration.md).
+	DefaultReadBuffer  = 8 << 20
+	DefaultWriteBuffer = 8 << 20
+)
+
+// Release is what a [Server] reports when an allocation is released.
+type Release struct {
+	// AllocationID is the released allocation.
+	AllocationID [16]byte
+	// Host reports whether it was a host's allocation (its join code must
+	// die with it).
+	Host bool
+	// Reason says why.
+	Reason ReleaseReason
+}
+
+// ReleaseReason says why an allocation was released.
+type ReleaseReason string
+
+// Release reasons.
+const (
+	ReleaseClosed   ReleaseReason = "closed"    // the client sent CLOSE
+	ReleaseTimeout  ReleaseReason = "timeout"   // idle timeout
+	ReleaseHostGone ReleaseReason = "host_gone" // a joiner whose host was released
+	ReleaseExpired  ReleaseReason = "expired"   // the blob expired
+)
+
+// Config configures a [Server]. Keys, NodeID and BootEpoch are required;
+// the zero value of every other field works.
+type Config struct {
+	// Keys opens the sealed connection data and derives allocation keys.
+	// Required.
+	Keys *tokens.RelayKeyring
+	// NodeID is this node's id; blobs naming another node are refused.
+	// Required.
+	NodeID string
+	// BootEpoch is this node's boot epoch (a new one at every start);
+	// blobs of another epoch are refused with ERROR 4. Required (not 0).
+	BootEpoch uint64
+	// Region is this node's region, reported in logs only.
+	Region string
+
+	// IdleTimeout, zero: DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// HostAloneTimeout, zero: DefaultHostAloneTimeout.
+	HostAloneTimeout time.Duration
+	// BindTimeout, zero: DefaultBindTimeout.
+	BindTimeout time.Duration
+	// MaxDatagram in bytes, zero: DefaultMaxDatagram.
+	MaxDatagram int
+	// MaxAllocations, zero: DefaultMaxAllocations.
+	MaxAllocations int
+	// MaxReleased, zero: DefaultMaxReleased.
+	MaxReleased int
+	// MaxPeers, zero: DefaultMaxPeers.
+	MaxPeers int
+	// AllocationRate in bytes per second, zero: DefaultAllocationRate.
+	AllocationRate int
+	// AllocationBurst in bytes, zero: DefaultAllocationBurst.
+	AllocationBurst int
+	// SourceRate in messages per second, zero: DefaultSourceRate.
+	SourceRate int
+	// SourceBurst in messages, zero: DefaultSourceBurst.
+	SourceBurst int
+	// SweepInterval, zero: DefaultSweepInterval.
+	SweepInterval time.Duration
+	// WSHandshakeTimeout, zero: DefaultWSHandshakeTimeout.
+	WSHandshakeTimeout time.Duration
+	// WSIdleTimeout, zero: DefaultWSIdleTimeout.
+	WSIdleTimeout time.Duration
+	// WSWriteTimeout, zero: DefaultWSWriteTimeout.
+	WSWriteTimeout time.Duration
+	// WSSendQueue in messages, zero: DefaultWSSendQueue.
+	WSSendQueue int
+	// MaxWSConns, zero: DefaultMaxWSConns.
+	MaxWSConns int
+	// Batch in datagrams, zero: DefaultBatch.
+	Batch int
+	// ReadBuffer and WriteBuffer in bytes, zero: DefaultReadBuffer and
+	// DefaultWriteBuffer; negative: leave the socket's as they are.
+	ReadBuffer, WriteBuffer int
+
+	// OnRelease, if not nil, is called once for every released allocation,
+	// synchronously from the goroutine that released it and outside every
+	// lock of the server: it must not block (the control plane kills the
+	// host's join code from it).
+	OnRelease func(Release)
+	// Logger, nil: slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the server's metrics; nil: none are registered.
+	Registerer prometheus.Registerer
+	// Now is the clock, nil: time.Now. Tests inject one.
+	Now func() time.Time
+}
+
+func orDefault[T int | time.Duration](v *T, d T) {
+	if *v == 0 {
+		*v = d
+	}
+}
+
+func (c *Config) fill() {
+	orDefault(&c.IdleTimeout, DefaultIdleTimeout)
+	orDefault(&c.HostAloneTimeout, DefaultHostAloneTimeout)
+	orDefault(&c.BindTimeout, DefaultBindTimeout)
+	orDefault(&c.MaxDatagram, DefaultMaxDatagram)
+	orDefault(&c.MaxAllocations, DefaultMaxAllocations)
+	orDefault(&c.MaxReleased, DefaultMaxReleased)
+	orDefault(&c.MaxPeers, DefaultMaxPeers)
+	orDefault(&c.AllocationRate, DefaultAllocationRate)
+	orDefault(&c.AllocationBurst, DefaultAllocationBurst)
+	orDefault(&c.SourceRate, DefaultSourceRate)
+	orDefault(&c.SourceBurst, DefaultSourceBurst)
+	orDefault(&c.SweepInterval, DefaultSweepInterval)
+	orDefault(&c.WSHandshakeTimeout, DefaultWSHandshakeTimeout)
+	orDefault(&c.WSIdleTimeout, DefaultWSIdleTimeout)
+	orDefault(&c.WSWriteTimeout, DefaultWSWriteTimeout)
+	orDefault(&c.WSSendQueue, DefaultWSSendQueue)
+	orDefault(&c.MaxWSConns, DefaultMaxWSConns)
+	orDefault(&c.Batch, DefaultBatch)
+	orDefault(&c.ReadBuffer, DefaultReadBuffer)
+	orDefault(&c.WriteBuffer, DefaultWriteBuffer)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}

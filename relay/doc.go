@@ -1,0 +1,36 @@
+// Package relay is the data plane of a Unity-Relay-compatible relay node:
+// it binds allocations to client addresses and forwards RELAY messages
+// between a host and its joiners, over UDP and WebSocket at once, as Unity
+// Transport expects (reference unity-relay.md §1.8 and the checklist of
+// §8; the behaviour is documented in docs/protocol/relay.md §15).
+//
+// It owns the allocations' live state (bound endpoint, nonce, peers, idle
+// clocks, counters) and the QoS responder on the UDP port. It does not own
+// the REST API, join codes or the registry of relay nodes (control does),
+// the wire codec (protocol/relaywire) or the sealed connection data format
+// (tokens.RelayKeyring): a BIND carries a blob sealed by the control plane
+// that names the allocation, and the allocation's key is derived from the
+// id, so the data plane never waits on control or NATS.
+//
+// # Goroutines and ownership
+//
+// New starts nothing. ServePacket(pc) reads pc in the calling goroutine, a
+// batch of datagrams per system call (internal/udpio), handles each inline,
+// and sends what the batch produced for that socket in one batched write
+// (answers, echoes and forwards to clients on other sockets or WebSocket
+// connections leave at once). To use more cores, open several sockets on
+// one port with SO_REUSEPORT and call ServePacket on each; Serve(ln) accepts WebSocket connections in
+// the calling goroutine and runs two goroutines per connection (a reader
+// that handles messages, a writer fed by a bounded queue). The first Serve
+// or ServePacket starts one sweeper goroutine (timeouts). Close closes
+// every socket and listener given to the server and every WebSocket
+// connection, and waits for every goroutine; Shutdown first sends the
+// WebSocket connections a close frame. The caller opens the sockets.
+//
+// # Concurrency
+//
+// Allocations live in lock-free maps; each allocation has its own mutex,
+// taken only by messages from or to it (a host's before a joiner's), so
+// unrelated allocations share no lock. Forwarding a RELAY allocates
+// nothing.
+package relay
