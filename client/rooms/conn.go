@@ -49,4 +49,5 @@ type conn interface {
 
 var (
 	_ conn = (*wsConn)(nil)
+	_ conn = (*udpConn)(nil)
 )

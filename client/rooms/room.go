@@ -126,11 +126,12 @@ type Stats struct {
 	FrameRequests     uint64 // FRAME_REQ sent
 	FramesDelivered   uint64
 	InvalidMessages   uint64 // messages from the node that did not decode
+	UDPFallbacks      uint64 // connections that fell back to WebSocket after no answer over UDP
 }
 
 type stats struct {
 	connects, disconnects, attempts, resumes, rejoins atomic.Uint64
-	restores, frameReqs, frames, invalid              atomic.Uint64
+	restores, frameReqs, frames, invalid, fallbacks   atomic.Uint64
 }
 
 // Room is a connection to a room on a game node, kept alive across
@@ -176,6 +177,9 @@ type Room struct {
 	snapshotsOn bool
 	resumeToken []byte
 	wsURL       string
+	udp         udpTarget // the UDP channel of the latest C1, if haveUDP
+	haveUDP     bool
+	transport   string // of the last connection
 	window      time.Duration
 	leaving     bool
 	err         error // why the room ended
@@ -218,6 +222,14 @@ func (r *Room) State() State {
 // number.
 func (r *Room) LastFrame() uint32 { return r.lastFrame.Load() }
 
+// Transport returns the channel of the current (or last) connection:
+// TransportUDP or TransportWS.
+func (r *Room) Transport() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.transport
+}
+
 // RTT returns the median round-trip time of the last 10 PINGs; 0 before the
 // first PONG.
 func (r *Room) RTT() time.Duration { return r.clock.rtt() }
@@ -238,6 +250,7 @@ func (r *Room) Stats() Stats {
 		FrameRequests:     s.frameReqs.Load(),
 		FramesDelivered:   s.frames.Load(),
 		InvalidMessages:   s.invalid.Load(),
+		UDPFallbacks:      s.fallbacks.Load(),
 	}
 }
 

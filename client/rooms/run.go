@@ -51,7 +51,7 @@ func (c *Client) Connect(ctx context.Context, roomID string, opts JoinOptions) (
 	}
 	r.welcome(w)
 	r.setConn(conn) // sends queue up until the writer starts
-	r.log.Debug("rooms: connected", "seat", w.Seat, "frame", w.Frame)
+	r.log.Debug("rooms: connected", "seat", w.Seat, "frame", w.Frame, "transport", conn.transport())
 	go r.run(conn)
 	return r, nil
 }
@@ -90,8 +90,17 @@ func (r *Room) hello(ctx context.Context, jr *JoinResult) (conn, *roomwire.Welco
 	if window <= 0 {
 		window = DefaultReconnectWindow
 	}
+	var udp udpTarget
+	haveUDP := false
+	if r.cfg.Transport != TransportWS {
+		var err error
+		if udp, haveUDP, err = parseUDPTarget(&jr.Connect); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrHandshake, err)
+		}
+	}
 	r.mu.Lock()
 	r.wsURL = jr.Connect.WSURL
+	r.udp, r.haveUDP = udp, haveUDP
 	r.window = window
 	r.mu.Unlock()
 	hs, err := roomwire.AppendHandshake(nil, roomwire.KindHello, []byte(jr.Connect.ConnectTicket),
@@ -99,20 +108,56 @@ func (r *Room) hello(ctx context.Context, jr *JoinResult) (conn, *roomwire.Welco
 	if err != nil {
 		return nil, nil, fmt.Errorf("hello: %w", err)
 	}
-	return dialNode(ctx, r.cfg, jr.Connect.WSURL, hs)
+	return r.dial(ctx, hs)
+}
+
+// dial sends the handshake hs to the node over UDP when the node serves it
+// and Config.Transport allows, and over WebSocket otherwise or when UDP
+// got no answer within Config.UDPFallback (docs/protocol/rooms-udp.md §6).
+func (r *Room) dial(ctx context.Context, hs []byte) (conn, *roomwire.Welcome, error) {
+	r.mu.Lock()
+	url, udp, haveUDP := r.wsURL, r.udp, r.haveUDP
+	r.mu.Unlock()
+	switch {
+	case r.cfg.Transport == TransportUDP && !haveUDP:
+		return nil, nil, fmt.Errorf("%w: the node offers none", ErrUDPUnavailable)
+	case r.cfg.Transport == TransportUDP:
+		c, w, err := dialUDP(ctx, r.cfg, &udp, hs, r.cfg.HandshakeTimeout)
+		if errors.Is(err, errUDPNoAnswer) {
+			return nil, nil, fmt.Errorf("%w: %w", ErrUDPUnavailable, err)
+		} else if err != nil {
+			return nil, nil, err
+		}
+		return c, w, nil
+	case haveUDP:
+		c, w, err := dialUDP(ctx, r.cfg, &udp, hs, r.cfg.UDPFallback)
+		if err == nil {
+			return c, w, nil
+		}
+		if !errors.Is(err, errUDPNoAnswer) {
+			return nil, nil, err
+		}
+		r.stats.fallbacks.Add(1)
+		r.log.Info("rooms: no answer over udp, trying websocket", "after", r.cfg.UDPFallback)
+	}
+	c, w, err := dialNode(ctx, r.cfg, url, hs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, w, nil
 }
 
 // resume dials the node again with a RESUME handshake.
 func (r *Room) resume(ctx context.Context) (conn, *roomwire.Welcome, error) {
 	r.mu.Lock()
-	url, token := r.wsURL, r.resumeToken
+	token := r.resumeToken
 	r.mu.Unlock()
 	hs, err := roomwire.AppendHandshake(nil, roomwire.KindResume, token,
 		&roomwire.Resume{ClientNonce: rand.Uint64(), LastFrame: r.asm.Last()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
-	return dialNode(ctx, r.cfg, url, hs)
+	return r.dial(ctx, hs)
 }
 
 // welcome takes the state of a WELCOME.
@@ -234,6 +279,9 @@ loop:
 func (r *Room) setConn(c conn) {
 	r.mu.Lock()
 	r.conn = c
+	if c != nil {
+		r.transport = c.transport()
+	}
 	r.mu.Unlock()
 }
 
@@ -312,7 +360,7 @@ func (r *Room) reconnect(cause error) (conn, bool, error) {
 		switch {
 		case r.ctx.Err() != nil:
 			return nil, false, ErrClosed
-		case errors.Is(err, ErrUnsupportedVersion), isTerminal(err):
+		case errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrUDPUnavailable), isTerminal(err):
 			return nil, false, err
 		case needsRejoin(err):
 			// "重新调 C1 取票后再握手一次;仍失败让业务重新签发加入票据"
