@@ -2,12 +2,15 @@ package roomsapi
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -88,8 +91,8 @@ func (s *Server) joinFields(c *httpapi.Call) (*joinCall, error) {
 	if len(j.req.Ticket) > api.MaxTicketLen {
 		return nil, httpapi.Invalid("ticket is longer than %d bytes", api.MaxTicketLen)
 	}
-	if j.req.Transport != "" && j.req.Transport != api.TransportWS {
-		return nil, httpapi.Invalid("transport must be ws")
+	if j.req.Transport != "" && j.req.Transport != api.TransportWS && j.req.Transport != api.TransportUDP {
+		return nil, httpapi.Invalid("transport must be ws or udp")
 	}
 	return j, nil
 }
@@ -219,6 +222,7 @@ func (s *Server) joinSession(ctx context.Context, j *joinCall) {
 // seat the session held.
 func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
 	exp := j.now.Add(api.ConnectTicketTTL)
+	jti := tokens.NewID()
 	ticket, err := s.signer.SignConnectTicket(tokens.ConnectTicket{
 		RoomID:          j.room.RoomID,
 		Seat:            j.seat,
@@ -226,7 +230,7 @@ func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
 		SessionID:       j.sess.SessionID,
 		ClientSessionID: j.req.ClientSessionID,
 		ExpiresMS:       exp.UnixMilli(),
-		ID:              tokens.NewID(),
+		ID:              jti,
 	})
 	if err != nil {
 		return 0, nil, err
@@ -236,6 +240,17 @@ func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
 		status = http.StatusCreated
 	}
 	room := j.room
+	connect := api.Connect{
+		NodeID:          node.NodeID,
+		WSURL:           node.WSURL,
+		ConnectTicket:   ticket,
+		ProtocolVersion: roomwire.Version,
+		ExpiresAt:       api.NewTime(exp),
+		Transport:       api.TransportWS,
+	}
+	if err := s.udpConnect(&connect, node, jti, j.req.Transport); err != nil {
+		return 0, nil, err
+	}
 	return status, &api.JoinResponse{
 		Room: api.JoinRoom{
 			RoomID:                 room.RoomID,
@@ -246,14 +261,28 @@ func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
 			ReconnectWindowSeconds: room.ReconnectWindowSeconds,
 		},
 		Member: api.Member{Seat: j.seat, Username: j.sess.Username, Status: store.SeatJoined},
-		Connect: api.Connect{
-			NodeID:          node.NodeID,
-			WSURL:           node.WSURL,
-			ConnectTicket:   ticket,
-			ProtocolVersion: roomwire.Version,
-			ExpiresAt:       api.NewTime(exp),
-		},
+		Connect: connect,
 	}, nil
+}
+
+// udpConnect fills the UDP fields of c when the node serves UDP: the
+// session key is derived from the deployment's UDP secret and the connect
+// ticket's id (docs/protocol/rooms-udp.md §3), so the node needs no lookup.
+func (s *Server) udpConnect(c *api.Connect, node *store.Node, jti, prefer string) error {
+	if node.UDPAddr == "" {
+		return nil
+	}
+	kid, err := roomudp.ParseKeyID(jti)
+	if err != nil {
+		return fmt.Errorf("join: connect ticket id as key id: %w", err)
+	}
+	key := roomudp.SessionKey(&s.udpSecret, kid)
+	c.UDP, c.KeyID = node.UDPAddr, jti
+	c.SessionKey = base64.StdEncoding.EncodeToString(key[:])
+	if prefer == api.TransportUDP {
+		c.Transport = api.TransportUDP
+	}
+	return nil
 }
 
 // consumeTicket checks a join ticket for this room and login session and

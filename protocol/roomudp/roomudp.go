@@ -80,10 +80,11 @@ const (
 	LabelSession   = "rooms session"
 )
 
-const (
-	secretInfo     = "switchboard rooms udp secret v1"
-	sessionKeyInfo = "switchboard rooms udp session key v1"
-)
+// SecretLabel is the HMAC message that derives the UDP secret from the
+// signing key ([Secret]; tokens.Signer.Derive(SecretLabel) is the same).
+const SecretLabel = "switchboard rooms udp secret v1"
+
+const sessionKeyInfo = "switchboard rooms udp session key v1"
 
 // Errors of the parsers.
 var (
@@ -119,7 +120,7 @@ func (k KeyID) String() string { return base64.RawURLEncoding.EncodeToString(k[:
 // HMAC-SHA256(signingKey, "switchboard rooms udp secret v1").
 func Secret(signingKey []byte) [KeySize]byte {
 	m := hmac.New(sha256.New, signingKey)
-	m.Write([]byte(secretInfo))
+	m.Write([]byte(SecretLabel))
 	var s [KeySize]byte
 	m.Sum(s[:0])
 	return s

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboardgg/switchboard/internal/sealed"
 	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
+	"github.com/switchboardgg/switchboard/tokens"
 )
 
 // update rewrites testdata/roomwire/udp.json from the Go code:
@@ -457,5 +458,18 @@ func TestSpecExample(t *testing.T) {
 	kid, err := roomudp.ParseKeyID("AAECAwQFBgcICQoLDA0ODw")
 	if err != nil || kid != (roomudp.KeyID{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}) {
 		t.Fatalf("key id %v, %v", kid, err)
+	}
+}
+
+// TestSecretIsSignerDerive: control and nodes derive the UDP secret from
+// the tokens.Signer they hold; it must equal Secret of the raw key.
+func TestSecretIsSignerDerive(t *testing.T) {
+	key := bytes.Repeat([]byte{0x5a}, 32)
+	s, err := tokens.NewSigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Derive(roomudp.SecretLabel) != roomudp.Secret(key) {
+		t.Fatal("tokens.Signer.Derive(SecretLabel) differs from Secret")
 	}
 }
