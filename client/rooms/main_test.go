@@ -4,8 +4,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/switchboardgg/switchboard/internal/kcploop"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// kcp-go starts its idle scheduler goroutines when imported.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(kcploop.KCPSchedulerGoroutine))
 }

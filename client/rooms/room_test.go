@@ -21,7 +21,7 @@ func TestConnectHandshake(t *testing.T) {
 		t.Errorf("sdk_version %q, want go/test", got)
 	}
 	bodies := fc.joinBodies()
-	if len(bodies) != 1 || bodies[0]["client_session_id"] != "join-6f2a01b7-468e" || bodies[0]["ticket"] != "gtk_1" || bodies[0]["transport"] != "ws" {
+	if len(bodies) != 1 || bodies[0]["client_session_id"] != "join-6f2a01b7-468e" || bodies[0]["ticket"] != "gtk_1" || bodies[0]["transport"] != "udp" {
 		t.Errorf("C1 bodies %v", bodies)
 	}
 	s := r.State()
