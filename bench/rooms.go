@@ -37,7 +37,17 @@ type RoomsConfig struct {
 	// JoinTimeout bounds the ramp-up. Zero means DefaultJoinTimeout.
 	JoinTimeout time.Duration
 	// Client configures every bot's SDK client; nil means its defaults.
+	// Its Transport and UDPSocket are set from Transport below.
 	Client *rooms.Config
+	// Transport is the bots' channel: rooms.TransportWS, or
+	// rooms.TransportUDP (UDP only, no fallback, on sockets shared by
+	// BotsPerUDPSocket bots). Empty means rooms.TransportWS.
+	Transport string
+	// Loss and Jitter impair the UDP channel (both directions) through an
+	// impairment proxy in front of the node: the probability a datagram is
+	// dropped, and a uniform extra delay in [0, Jitter). UDP only.
+	Loss   float64
+	Jitter time.Duration
 	// Out receives a progress line every second and the report. Nil
 	// discards them.
 	Out io.Writer
@@ -45,6 +55,8 @@ type RoomsConfig struct {
 
 // RoomsResult is the outcome of a measured run.
 type RoomsResult struct {
+	Transport        string // rooms.TransportWS or rooms.TransportUDP
+	JoinedUDP        int64  // players whose first connection was over UDP
 	PlayersWanted    int
 	PlayersConnected int64 // at the end of the measured window
 	JoinFailures     int64
@@ -74,6 +86,16 @@ func RunRooms(ctx context.Context, cfg RoomsConfig) (*RoomsResult, error) {
 	if cfg.Rooms < 1 || cfg.Players < 1 || cfg.Players > 16 || cfg.Tick < 1 || cfg.Tick > 60 || cfg.Duration <= 0 {
 		return nil, errors.New("bench: rooms ≥ 1, players 1–16, tick 1–60 and a positive duration are required")
 	}
+	switch cfg.Transport {
+	case "":
+		cfg.Transport = rooms.TransportWS
+	case rooms.TransportWS, rooms.TransportUDP:
+	default:
+		return nil, fmt.Errorf("bench: transport %q: want udp or ws", cfg.Transport)
+	}
+	if cfg.Transport == rooms.TransportWS && (cfg.Loss != 0 || cfg.Jitter != 0) {
+		return nil, errors.New("bench: --loss and --jitter impair the UDP channel only (a TCP stream cannot lose a datagram)")
+	}
 	if cfg.JoinConcurrency <= 0 {
 		cfg.JoinConcurrency = DefaultJoinConcurrency
 	}
@@ -99,10 +121,23 @@ func RunRooms(ctx context.Context, cfg RoomsConfig) (*RoomsResult, error) {
 	if clientCfg.HTTPClient == nil {
 		clientCfg.HTTPClient = httpc
 	}
+	clientCfg.Transport = cfg.Transport
+	total := cfg.Rooms * cfg.Players
+	var path *UDPPath
+	if cfg.Transport == rooms.TransportUDP {
+		if path, err = NewUDPPath(total, cfg.Loss, cfg.Jitter, clientCfg.Logger); err != nil {
+			return nil, err
+		}
+		defer path.Close()
+	}
 
 	run := NewRunID()
 	ids := make([]string, cfg.Rooms)
-	fmt.Fprintf(out, "creating %d rooms (%d players, %d Hz)\n", cfg.Rooms, cfg.Players, cfg.Tick)
+	fmt.Fprintf(out, "creating %d rooms (%d players, %d Hz) over %s", cfg.Rooms, cfg.Players, cfg.Tick, cfg.Transport)
+	if cfg.Loss > 0 || cfg.Jitter > 0 {
+		fmt.Fprintf(out, " with %.1f %% loss and %v jitter each way", cfg.Loss*100, cfg.Jitter)
+	}
+	fmt.Fprintln(out)
 	for i := range ids {
 		room, err := be.CreateRoom(ctx, backend.CreateRoomRequest{
 			RoomID:   fmt.Sprintf("bench-%s-%d", run, i),
@@ -128,14 +163,19 @@ func RunRooms(ctx context.Context, cfg RoomsConfig) (*RoomsResult, error) {
 	defer stopBots()
 	sem := make(chan struct{}, cfg.JoinConcurrency)
 	var joinWG, botWG sync.WaitGroup
-	total := cfg.Rooms * cfg.Players
 	for i := 0; i < total; i++ {
 		joinWG.Add(1)
 		botWG.Add(1)
+		bc := &clientCfg
+		if path != nil {
+			c := clientCfg
+			c.UDPSocket = path.Socket(i)
+			bc = &c
+		}
 		b := &Bot{
 			API: cfg.API, Backend: be, RoomID: ids[i/cfg.Players],
 			Username: fmt.Sprintf("bot-%s-%d", run, i), Seat: i % cfg.Players,
-			Client: &clientCfg, Latency: &lat, Counters: &cnt,
+			Client: bc, Latency: &lat, Counters: &cnt,
 		}
 		var once sync.Once
 		b.Joined = func(error) { once.Do(func() { <-sem; joinWG.Done() }) }
@@ -213,6 +253,8 @@ measure:
 	}
 	window := time.Since(w0)
 	res := &RoomsResult{
+		Transport:        cfg.Transport,
+		JoinedUDP:        cnt.JoinedUDP.Load(),
 		PlayersWanted:    total,
 		PlayersConnected: cnt.Connected.Load(),
 		JoinFailures:     int64(total) - cnt.Joined.Load(),
@@ -262,7 +304,8 @@ func writeFailures(w io.Writer, f *Failures) {
 
 // Report writes the result for people.
 func (r *RoomsResult) Report(w io.Writer) {
-	fmt.Fprintf(w, "\nplayers connected     %d of %d (join failures %d, failed %d, disconnects %d, order errors %d)\n",
+	fmt.Fprintf(w, "\ntransport             %s (%d players joined over udp)\n", r.Transport, r.JoinedUDP)
+	fmt.Fprintf(w, "players connected     %d of %d (join failures %d, failed %d, disconnects %d, order errors %d)\n",
 		r.PlayersConnected, r.PlayersWanted, r.JoinFailures, r.Failed, r.Disconnects, r.OrderErrors)
 	if len(r.Failures) > 0 {
 		fmt.Fprintln(w, "players failed, by reason:")

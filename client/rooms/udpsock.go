@@ -33,10 +33,11 @@ type UDPSocketConfig struct {
 	// Listen is the local address, "host:port". Empty means ":0" (every
 	// address, a free port; dual-stack where the system has it).
 	Listen string
-	// Via, when set, is the address ("host:port") every datagram goes to
-	// instead of the node's connect.udp: an impairment proxy in front of
-	// a single node, in tests and benchmarks. Empty means the node's.
-	Via string
+	// Redirect, when set, returns the address the datagrams for the node
+	// at node (its connect.udp) go to instead: an impairment proxy in
+	// front of it, in tests and benchmarks. It is called once per
+	// handshake. Nil sends to the node itself.
+	Redirect func(node netip.AddrPort) netip.AddrPort
 	// Batch is the most datagrams per read or write system call. Zero
 	// means DefaultUDPBatch; at most udpio.MaxBatch.
 	Batch int
@@ -62,7 +63,7 @@ type UDPSocket struct {
 	io    *udpio.Conn
 	loop  *kcploop.Loop
 	log   *slog.Logger
-	via   netip.AddrPort // zero: none
+	via   func(netip.AddrPort) netip.AddrPort // nil: none
 	maxQ  int
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
@@ -108,17 +109,10 @@ func NewUDPSocket(cfg UDPSocketConfig) (*UDPSocket, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &UDPSocket{
-		log: cfg.Logger, maxQ: cfg.WriteQueueBytes, batch: cfg.Batch,
+		log: cfg.Logger, maxQ: cfg.WriteQueueBytes, batch: cfg.Batch, via: cfg.Redirect,
 		wake:    make(chan struct{}, 1),
 		routes:  make(map[routeKey]*udpConn),
 		pending: make(map[netip.AddrPort][]*hsWait),
-	}
-	if cfg.Via != "" {
-		a, err := resolveUDP(cfg.Via)
-		if err != nil {
-			return nil, fmt.Errorf("udp socket: via: %w", err)
-		}
-		s.via = a
 	}
 	la, err := net.ResolveUDPAddr("udp", cfg.Listen)
 	if err != nil {
@@ -182,8 +176,8 @@ func resolveUDP(hostport string) (netip.AddrPort, error) {
 
 // target returns where datagrams for a node at addr go.
 func (s *UDPSocket) target(addr netip.AddrPort) netip.AddrPort {
-	if s.via.IsValid() {
-		return s.via
+	if s.via != nil {
+		addr = s.via(addr)
 	}
 	return netip.AddrPortFrom(addr.Addr().Unmap(), addr.Port())
 }
