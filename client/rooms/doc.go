@@ -37,7 +37,7 @@
 // Config.Transport allows it, a connection handshakes over UDP, resending
 // its HANDSHAKE every 250 ms; with no answer after Config.UDPFallback it
 // dials WebSocket with the same ticket. Every reconnection chooses again.
-// Over UDP ([udpConn]) datagrams are sealed with internal/sealed, reliable
+// Over UDP datagrams are sealed with internal/sealed, reliable
 // messages ride a KCP conversation of internal/kcploop, and FRAME, CUSTOM
 // with reliable=false and PING go as single datagrams. A [UDPSocket] owns
 // the socket, one KCP loop and three goroutines (reader, writer, KCP

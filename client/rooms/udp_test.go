@@ -2,11 +2,16 @@ package rooms
 
 import (
 	"errors"
+	"log/slog"
 	"net"
+	"net/netip"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/switchboardgg/switchboard/internal/impair"
+	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
 
@@ -217,4 +222,193 @@ func TestUDPResumeAfterSilence(t *testing.T) {
 	if got := frameNumbers(t, r, 2); !slices.Equal(got, []uint32{2, 3}) {
 		t.Fatalf("frames %v, want [2 3]", got)
 	}
+}
+
+// impairFront serves an impair proxy in front of the fake UDP node.
+func impairFront(t *testing.T, un *fakeUDPNode, cfg impair.Config) (*impair.Proxy, netip.AddrPort) {
+	t.Helper()
+	cfg.Target = un.pc.LocalAddr().String()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	px, err := impair.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = px.Serve(uc) }()
+	t.Cleanup(func() { px.Close(); <-served })
+	return px, uc.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+func TestUDPSharedSocket(t *testing.T) {
+	sock, err := NewUDPSocket(UDPSocketConfig{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	un := newFakeUDPNode(t)
+	var rs []*Room
+	var ss []*udpSession
+	for range 3 {
+		node := newFakeNode(t)
+		fc := newFakeControl(t, node.url)
+		fc.udp = un.connectFields()
+		cfg := testConfig(t, newTestClock())
+		cfg.UDPSocket = sock
+		c, err := Login(t.Context(), fc.srv.URL, "alice", "auth", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, connectUDP(t, c))
+		ss = append(ss, un.next())
+	}
+	for i, s := range ss {
+		s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(uint32(10 * (i + 1)))}})
+	}
+	for i, r := range rs {
+		// The WELCOME said frame 0: frames from 1 are requested on KCP.
+		req := ss[i].recvType(t, roomwire.TypeFrameReq).m.(*roomwire.FrameReq)
+		if want := uint32(10*(i+1)) - 1; req.From != 1 || req.To != want {
+			t.Errorf("room %d: FRAME_REQ(%d, %d), want (1, %d): datagrams reached the wrong session", i, req.From, req.To, want)
+		}
+		if r.Transport() != TransportUDP {
+			t.Errorf("room %d on %s", i, r.Transport())
+		}
+	}
+	for _, r := range rs {
+		r.Close()
+	}
+}
+
+func TestUDPForgedAndReplayedDatagramsDropped(t *testing.T) {
+	c, _, _, un, _ := setupUDP(t, nil)
+	r := connectUDP(t, c)
+	s := un.next()
+	uc := r.conn.(*udpConn) // the room is connected: no reconnection runs
+	before := uc.sock.Dropped()
+
+	// A replay of a real datagram, a forgery under the session's conv, and
+	// garbage: each dropped, none delivered.
+	b, _ := roomwire.Append(nil, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(1)}})
+	s.mu.Lock()
+	real, _ := s.sealer.Seal(nil, append([]byte{roomudp.ChannelMessage}, b...))
+	s.mu.Unlock()
+	to := uc.sock.LocalAddr().(*net.UDPAddr).AddrPort()
+	to = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), to.Port())
+	forged := append([]byte(nil), real...)
+	forged[len(forged)-1] ^= 1
+	forged[5+7]++ // a fresh sequence number, so the window does not catch it first
+	for _, d := range [][]byte{real, real, forged, []byte("junk")} {
+		if _, err := un.pc.WriteToUDPAddrPort(d, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := frameNumbers(t, r, 1); got[0] != 1 {
+		t.Fatalf("frames %v", got)
+	}
+	s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(1), tick(2)}})
+	if got := frameNumbers(t, r, 1); got[0] != 2 {
+		t.Fatalf("frame %v after the forgeries, want 2", got)
+	}
+	if got := uc.sock.Dropped() - before; got != 3 {
+		t.Errorf("dropped %d datagrams, want 3 (replay, forgery, junk)", got)
+	}
+}
+
+func TestUDPRebindAndLoss(t *testing.T) {
+	c, _, _, un, _ := setupUDP(t, func(cfg *Config) { cfg.FrameBuffer = 512 })
+	loss := impair.Faults{Loss: 0.1, Reorder: 0.1, ReorderDelay: 5 * time.Millisecond}
+	px, front := impairFront(t, un, impair.Config{Seed: 1, Up: loss, Down: loss})
+	sock, err := NewUDPSocket(UDPSocketConfig{
+		Logger:   slog.New(slog.DiscardHandler),
+		Redirect: func(netip.AddrPort) netip.AddrPort { return front },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	c.cfg.UDPSocket = sock
+	r := connectUDP(t, c)
+	s := un.next()
+	// 10 % loss each way: frames sent unreliable three at a time, as the
+	// node does; the gaps that remain are filled on KCP, as the node does.
+	in := func(k uint32) roomwire.SeatInput { return roomwire.SeatInput{Seat: 1, Data: []byte{byte(k)}} }
+	var sent atomic.Uint32
+	inputs := make(chan struct{}, 1)
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		for {
+			var m udpMsg
+			select {
+			case m = <-s.in:
+			case <-r.Done():
+				return
+			}
+			switch m := m.m.(type) {
+			case *roomwire.FrameReq:
+				var batch []roomwire.TickFrame
+				for k := m.From; k <= min(m.To, sent.Load()); k++ {
+					batch = append(batch, tick(k, in(k)))
+				}
+				if len(batch) > 0 {
+					s.sendReliable(t, &roomwire.FrameBatch{Frames: batch})
+				}
+			case *roomwire.Input:
+				select {
+				case inputs <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	serve := func(from, to uint32) {
+		for n := from; n <= to; n++ {
+			var fs []roomwire.TickFrame
+			for k := max(from, n-2); k <= n; k++ {
+				fs = append(fs, tick(k, in(k)))
+			}
+			sent.Store(n)
+			s.sendUnreliable(t, &roomwire.Frame{Frames: fs})
+			time.Sleep(time.Millisecond)
+		}
+	}
+	serve(1, 100)
+	if err := px.Rebind(); err != nil {
+		t.Fatal(err)
+	}
+	serve(101, 200)
+	// The last frames may all be lost: a FRAME of the next three ends it,
+	// sent until the client has them (as the node's ticks would).
+	for i := 0; ; i++ {
+		sent.Store(203)
+		s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(201, in(201)), tick(202, in(202)), tick(203, in(203))}})
+		if r.LastFrame() >= 201 || i > 1000 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := frameNumbers(t, r, 201)
+	for i, n := range got {
+		if n != uint32(i+1) {
+			t.Fatalf("frame %d is %d: frames not gapless and in order", i+1, n)
+		}
+	}
+	// The client's next datagrams come from the new address, and the node
+	// answers there: INPUT still arrives.
+	if err := r.SendInput([]byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, inputs, "INPUT after the rebind")
+	if st := px.Stats(); st.Rebinds != 1 || st.Up.Lost == 0 || st.Down.Lost == 0 {
+		t.Errorf("proxy stats %+v: want a rebind and losses both ways", st)
+	}
+	if r.Stats().Disconnects != 0 {
+		t.Errorf("%d disconnects across the rebind", r.Stats().Disconnects)
+	}
+	r.Close()
+	<-answered
 }
