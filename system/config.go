@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboardgg/switchboard/control"
 	"github.com/switchboardgg/switchboard/node"
+	"github.com/switchboardgg/switchboard/node/udp"
 )
 
 // Role is a set of the roles one process runs.
@@ -170,9 +171,19 @@ type NodeConfig struct {
 	// means ws:// (wss:// with TLS) of the bound address and node.Path.
 	PublicURL string
 	// Node tunes the game node: region, frame retention, limits. Start
-	// sets its ID, WSURL, Version, Signer, DB, Backbone, Logger and
-	// Registerer.
+	// sets its ID, WSURL, UDPAddr, Version, Signer, DB, Backbone, Logger
+	// and Registerer.
 	Node node.Config
+	// UDPAddr is the listen address, HOST:PORT, of the node's UDP
+	// channel (node/udp, docs/protocol/rooms-udp.md). Empty means the
+	// node serves no UDP.
+	UDPAddr string
+	// UDPPublic is the UDP address clients are told (connect.udp). Empty
+	// means the bound address.
+	UDPPublic string
+	// UDP tunes the UDP transport: MTU, timeouts, limits. Start sets its
+	// Node, Signer, Logger and Registerer.
+	UDP udp.Config
 }
 
 // AdminConfig configures the admin listener.

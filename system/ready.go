@@ -16,6 +16,9 @@ type Ready struct {
 	// NodeWS is the bound game node WebSocket URL, ws:// or wss://, with
 	// node.Path. Clients are told NodeConfig.PublicURL when set.
 	NodeWS string `json:"node_ws,omitempty"`
+	// NodeUDP is the game node's bound UDP address, HOST:PORT, when it
+	// serves UDP. Clients are told NodeConfig.UDPPublic when set.
+	NodeUDP string `json:"node_udp,omitempty"`
 	// RelayUDP is the relay's bound UDP address, HOST:PORT.
 	RelayUDP string `json:"relay_udp,omitempty"`
 	// RelayWS is the relay's WebSocket URL, ws:// or wss://, path "/".

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboardgg/switchboard/internal/admin"
 	"github.com/switchboardgg/switchboard/internal/certs"
 	"github.com/switchboardgg/switchboard/node"
+	"github.com/switchboardgg/switchboard/node/udp"
 	"github.com/switchboardgg/switchboard/relay"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -127,7 +128,7 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 		s.wrote = true
 	}
 	s.log.Info("switchboard ready", "roles", cfg.Roles.String(), "api", s.ready.API,
-		"node_ws", s.ready.NodeWS, "node_id", s.ready.NodeID, "admin", s.ready.Admin, "tls", s.tls != nil,
+		"node_ws", s.ready.NodeWS, "node_udp", s.ready.NodeUDP, "node_id", s.ready.NodeID, "admin", s.ready.Admin, "tls", s.tls != nil,
 		"relay_udp", s.ready.RelayUDP, "relay_ws", s.ready.RelayWS)
 	return s, nil
 }
@@ -257,7 +258,7 @@ func (s *System) connect(ctx context.Context, role string) (*backbone.Conn, *sto
 func (s *System) serve(name string, fn func() error) {
 	s.wg.Go(func() {
 		err := fn()
-		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, node.ErrServerClosed) && !errors.Is(err, relay.ErrServerClosed) {
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, node.ErrServerClosed) && !errors.Is(err, relay.ErrServerClosed) && !errors.Is(err, udp.ErrClosed) {
 			s.fail(fmt.Errorf("system: %s: %w", name, err))
 		}
 	})
@@ -286,8 +287,18 @@ func (s *System) startNode(ctx context.Context) error {
 	}
 	s.ready.NodeWS = s.scheme("ws://", "wss://") + bound + node.Path
 	s.ready.NodeID = id
+	var pc *net.UDPConn
+	if c.Node.UDPAddr != "" {
+		if pc, err = listenUDP(c.Node.UDPAddr); err != nil {
+			ln.Close()
+			return err
+		}
+		s.ready.NodeUDP = pc.LocalAddr().String()
+	}
 	bb, db, err := s.connect(ctx, "node")
 	if err != nil {
+		closeUDP(pc)
+		ln.Close()
 		return err
 	}
 	nc := c.Node.Node
@@ -302,16 +313,62 @@ func (s *System) startNode(ctx context.Context) error {
 	nc.Signer, nc.DB, nc.Backbone = s.signer, db, bb
 	nc.Logger = s.log.With("component", "node", "node_id", id)
 	nc.Registerer = s.reg
+	if pc != nil {
+		nc.UDPAddr = c.Node.UDPPublic
+		if nc.UDPAddr == "" {
+			nc.UDPAddr = s.ready.NodeUDP
+		}
+	}
 	n, err := node.New(nc)
 	if err != nil {
+		closeUDP(pc)
+		ln.Close()
 		return fmt.Errorf("system: %w", err)
 	}
 	s.servers = slices.Insert(s.servers, 0, &server{name: "node", shutdown: n.Shutdown, close: n.Close})
+	var u *udp.Server
+	if pc != nil {
+		uc := c.Node.UDP
+		uc.Node, uc.Signer, uc.Registerer = n, s.signer, s.reg
+		uc.Logger = s.log.With("component", "node_udp", "node_id", id)
+		if u, err = udp.New(uc); err != nil {
+			pc.Close()
+			ln.Close()
+			return fmt.Errorf("system: %w", err)
+		}
+		// After the node in the list: the node's drain sends ERROR 10 on
+		// the sessions' KCP before the socket closes.
+		s.servers = slices.Insert(s.servers, 1, &server{name: "node udp",
+			shutdown: func(context.Context) error { return u.Close() }, close: u.Close})
+	}
 	if err := n.Start(); err != nil {
+		closeUDP(pc)
 		return fmt.Errorf("system: node %s: %w", id, err)
 	}
 	s.serve("node", func() error { return n.Serve(ln) })
+	if u != nil {
+		s.serve("node udp", func() error { return u.Serve(pc) })
+	}
 	return nil
+}
+
+// listenUDP opens the node's UDP socket.
+func listenUDP(addr string) (*net.UDPConn, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("system: %w: node_udp address %q: %v", ErrConfig, addr, err)
+	}
+	pc, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("system: node_udp listener: %w", err)
+	}
+	return pc, nil
+}
+
+func closeUDP(pc *net.UDPConn) {
+	if pc != nil {
+		pc.Close()
+	}
 }
 
 // startControl starts the control role: the HTTP APIs on control's

@@ -43,6 +43,9 @@ SIGHUP reloads the TLS certificate.`,
 			// shown, for the tools on this machine.
 			resolveKeys(o)
 			o.cfg.API.PublishServerKey = !cmd.Flags().Changed("server-key")
+			if !cmd.Flags().Changed("node-udp") {
+				o.cfg.Node.UDPAddr = o.cfg.Node.Addr // the same port number, over UDP
+			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			return runSystem(ctx, cmd.OutOrStdout(), o)
@@ -51,6 +54,7 @@ SIGHUP reloads the TLS certificate.`,
 	f := cmd.Flags()
 	f.StringVar(&o.cfg.API.Addr, "api", defaultAPIAddr, "HTTP API listen address (client, server, health)")
 	f.StringVar(&o.cfg.Node.Addr, "node", defaultNodeAddr, "game node WebSocket listen address")
+	f.StringVar(&o.cfg.Node.UDPAddr, "node-udp", "", "game node UDP listen address (the encrypted UDP channel) (default: the --node address); empty: WebSocket only")
 	f.StringVar(&o.cfg.Admin.Addr, "admin", defaultAdminAddr, "admin listen address (metrics, pprof); empty disables it")
 	f.StringVar(&o.cfg.NATS.Addr, "nats", defaultNATSAddr, "embedded NATS client listen address")
 	addDataDir(f, o, defaultDataDir)

@@ -53,8 +53,9 @@ func newServeRoleCmd(r system.Role) *cobra.Command {
 		f.BoolVar(&o.cfg.API.Control.AllowAnonymous, "allow-anonymous", false, "accept client logins without an auth token (never in production)")
 		addControlTuning(f, o, control.DefaultLoginRate, control.DefaultLoginBurst)
 	case system.RoleNode:
-		cmd.Short = "Serve a game node (WebSocket)"
+		cmd.Short = "Serve a game node (WebSocket, and UDP with --node-udp)"
 		f.StringVar(&o.cfg.Node.Addr, "node", defaultNodeAddr, "game node WebSocket listen address")
+		f.StringVar(&o.cfg.Node.UDPAddr, "node-udp", "", "game node UDP listen address, e.g. 0.0.0.0:7701 (the encrypted UDP channel); empty: WebSocket only")
 		f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region this node serves (rooms created with a region go to its nodes)")
 		addNodeTuning(f, o)
 	}

@@ -260,7 +260,7 @@ func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
 			MaxPlayers:             room.MaxPlayers,
 			ReconnectWindowSeconds: room.ReconnectWindowSeconds,
 		},
-		Member: api.Member{Seat: j.seat, Username: j.sess.Username, Status: store.SeatJoined},
+		Member:  api.Member{Seat: j.seat, Username: j.sess.Username, Status: store.SeatJoined},
 		Connect: connect,
 	}, nil
 }

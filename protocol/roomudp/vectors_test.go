@@ -233,7 +233,7 @@ func generate(t *testing.T) vectorFile {
 			ClientNonce: rep(0x11, 16), Sequence: h.seq, Handshake: hex.EncodeToString(h.hs), Datagram: hex.EncodeToString(d)})
 	}
 	welcome, err := (&roomwire.Welcome{Conv: 0x01020304, Seat: 1, SyncMode: 1, TickRate: 30, RoomState: 1,
-		Members: []roomwire.MemberInfo{{Seat: 0, Username: "alice", Online: true}, {Seat: 1, Username: "bob", Online: true}},
+		Members:     []roomwire.MemberInfo{{Seat: 0, Username: "alice", Online: true}, {Seat: 1, Username: "bob", Online: true}},
 		ResumeToken: []byte("rt1.example"), ServerTimeMS: 1764600000000, SnapshotSeat: -1, MaxPlayers: 4}).AppendTo(nil)
 	if err != nil {
 		t.Fatal(err)
