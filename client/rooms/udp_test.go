@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/switchboardgg/switchboard/internal/impair"
+	"github.com/switchboardgg/switchboard/internal/sealed"
 	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
@@ -411,4 +412,52 @@ func TestUDPRebindAndLoss(t *testing.T) {
 	}
 	r.Close()
 	<-answered
+}
+
+// TestUDPHotPathsAllocateNothing: receiving an unreliable datagram (open in
+// place, queue for the reader) and sealing one (PING, unreliable) allocate
+// nothing in steady state. A connection without goroutines: the
+// measurement must not see a fake node's allocations.
+func TestUDPHotPathsAllocateNothing(t *testing.T) {
+	var key [32]byte
+	s := &UDPSocket{maxQ: 1 << 20, wake: make(chan struct{}, 1)}
+	seal, _ := sealed.NewSealer(key[:], 7)
+	open, _ := sealed.NewOpener(key[:], 7)
+	c := &udpConn{sock: s, conv: 7, sealer: seal, opener: open, mtu: roomudp.DefaultMTU, now: time.Now,
+		wake: make(chan struct{}, 1), doneCh: make(chan struct{})}
+	c.confirm.Store(true)
+	node, _ := sealed.NewSealer(key[:], 7)
+	frame, _ := roomwire.Append(nil, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(1), tick(2), tick(3, roomwire.SeatInput{Seat: 1, Data: []byte("move")})}})
+	var dgs [][]byte
+	for range 102 {
+		d, _ := node.Seal(nil, append([]byte{roomudp.ChannelMessage}, frame...))
+		dgs = append(dgs, d)
+	}
+	buf := make([]byte, 0, 2048)
+	i := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		d := append(buf[:0], dgs[i]...) // input opens in place, as in the read buffer
+		i++
+		if !c.input(d) {
+			t.Fatal("datagram refused")
+		}
+		c.inMu.Lock() // what the reader does
+		c.free = append(c.free, c.in...)
+		c.in = c.in[:0]
+		c.inMu.Unlock()
+	})
+	if allocs != 0 {
+		t.Errorf("receiving an unreliable datagram allocates %v times, want 0", allocs)
+	}
+	allocs = testing.AllocsPerRun(100, func() {
+		if err := c.sendPing(1, 2); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		s.out, s.outMsgs = s.out[:0], s.outMsgs[:0]
+		s.mu.Unlock()
+	})
+	if allocs != 0 {
+		t.Errorf("sending PING unreliable allocates %v times, want 0", allocs)
+	}
 }

@@ -397,6 +397,12 @@ func (c *udpConn) sendMsg(m roomwire.Message) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.Type(), err)
 	}
+	return c.sendEncodedLocked(b)
+}
+
+// sendEncodedLocked sends the message encoded in b (the scratch buffer)
+// as sendMsg says. encMu is held.
+func (c *udpConn) sendEncodedLocked(b []byte) error {
 	c.scratch = b
 	if cap(c.scratch) > keepBuffer {
 		c.scratch = nil
@@ -410,15 +416,42 @@ func (c *udpConn) sendMsg(m roomwire.Message) error {
 	return c.reliable(b)
 }
 
+// sendInput, sendPing and sendFrameReq encode their concrete message
+// without an interface, so that nothing escapes: no allocation of ours.
 func (c *udpConn) sendInput(ack uint32, data []byte) error {
-	return c.sendMsg(&roomwire.Input{AckFrame: ack, Data: data})
+	c.encMu.Lock()
+	defer c.encMu.Unlock()
+	if c.closing.Load() {
+		return ErrNotConnected
+	}
+	m := roomwire.Input{AckFrame: ack, Data: data}
+	b, err := m.AppendTo(c.scratch[:0])
+	if err != nil {
+		return fmt.Errorf("input: %w", err)
+	}
+	return c.sendEncodedLocked(b)
 }
 
 func (c *udpConn) sendPing(clientMS uint64, rttMS uint32) error {
-	return c.sendMsg(&roomwire.Ping{ClientMS: clientMS, RTTMS: rttMS})
+	c.encMu.Lock()
+	defer c.encMu.Unlock()
+	if c.closing.Load() {
+		return ErrNotConnected
+	}
+	m := roomwire.Ping{ClientMS: clientMS, RTTMS: rttMS}
+	b, _ := m.AppendTo(c.scratch[:0]) // a PING has no capped field
+	return c.sendEncodedLocked(b)
 }
 
-func (c *udpConn) sendFrameReq(req roomwire.FrameReq) error { return c.sendMsg(&req) }
+func (c *udpConn) sendFrameReq(req roomwire.FrameReq) error {
+	c.encMu.Lock()
+	defer c.encMu.Unlock()
+	if c.closing.Load() {
+		return ErrNotConnected
+	}
+	b, _ := req.AppendTo(c.scratch[:0]) // no capped field
+	return c.sendEncodedLocked(b)
+}
 
 func (c *udpConn) send(m roomwire.Message) error { return c.sendMsg(m) }
 
