@@ -22,6 +22,8 @@ const (
 	DefaultMaxPending       = 4096
 	DefaultSendQueue        = 1024
 	DefaultOutQueue         = 4096
+	DefaultHandshakeRate    = 5000
+	DefaultHandshakeBurst   = 500
 )
 
 // Config configures a [Server]. Node and Signer are required; every other
@@ -51,6 +53,12 @@ type Config struct {
 	SendQueue int
 	// OutQueue is the most datagrams waiting for the writer.
 	OutQueue int
+	// HandshakeRate and HandshakeBurst bound the new HANDSHAKEs a second
+	// whose keys the node derives (retransmissions of a known attempt do
+	// not count); beyond them HANDSHAKEs are dropped (busy). Deriving a
+	// bogus one's keys costs about 25 µs, so the default caps what a
+	// flood of them takes at an eighth of a core.
+	HandshakeRate, HandshakeBurst int
 	// Batch is the most datagrams per read or write system call; zero
 	// means udpio.DefaultBatch.
 	Batch int
@@ -77,6 +85,8 @@ func (c Config) withDefaults() (Config, error) {
 	set(&c.MaxPending, DefaultMaxPending)
 	set(&c.SendQueue, DefaultSendQueue)
 	set(&c.OutQueue, DefaultOutQueue)
+	set(&c.HandshakeRate, DefaultHandshakeRate)
+	set(&c.HandshakeBurst, DefaultHandshakeBurst)
 	setD(&c.IdleTimeout, DefaultIdleTimeout)
 	setD(&c.HandshakeTimeout, DefaultHandshakeTimeout)
 	setD(&c.Linger, DefaultLinger)
@@ -90,7 +100,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("udp: MTU %d not in [%d, %d]: %w", c.MTU, roomudp.MinMTU, roomudp.MaxDatagram, ErrConfig)
 	case c.IdleTimeout < 0 || c.HandshakeTimeout < 0 || c.Linger < 0:
 		return c, fmt.Errorf("udp: negative timeout: %w", ErrConfig)
-	case c.MaxSessions < 1 || c.MaxPending < 1 || c.SendQueue < 1 || c.OutQueue < 1 || c.Batch < 0:
+	case c.MaxSessions < 1 || c.MaxPending < 1 || c.SendQueue < 1 || c.OutQueue < 1 || c.Batch < 0 ||
+		c.HandshakeRate < 1 || c.HandshakeBurst < 1:
 		return c, fmt.Errorf("udp: a limit below 1: %w", ErrConfig)
 	}
 	return c, nil

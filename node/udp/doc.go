@@ -55,6 +55,7 @@
 //
 // When Config.Registerer is set: switchboard_node_udp_sessions,
 // switchboard_node_udp_datagrams_in_total, switchboard_node_udp_datagrams_out_total,
+// switchboard_node_udp_write_batches_total,
 // switchboard_node_udp_dropped_total{reason} (the reasons of
 // rooms-udp.md §9, plus queue_full for the outgoing queue) and
 // switchboard_node_udp_handshakes_total{result} (welcome, error, resent).

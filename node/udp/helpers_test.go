@@ -45,7 +45,10 @@ type env struct {
 	reg    *prometheus.Registry
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with tweak applied to the UDP transport's Config.
+func newEnvWith(t *testing.T, tweak func(*udp.Config)) *env {
 	t.Helper()
 	e := &env{t: t, reg: prometheus.NewRegistry()}
 	emb, err := backbone.StartEmbedded(backbone.EmbeddedConfig{DataDir: t.TempDir(), Logger: discard})
@@ -86,7 +89,11 @@ func newEnv(t *testing.T) *env {
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	e.udp, err = udp.New(udp.Config{Node: srv, Signer: e.signer, Logger: discard, Registerer: e.reg})
+	ucfg := udp.Config{Node: srv, Signer: e.signer, Logger: discard, Registerer: e.reg}
+	if tweak != nil {
+		tweak(&ucfg)
+	}
+	e.udp, err = udp.New(ucfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,4 +469,27 @@ func (c *client) count(t roomwire.Type) int {
 		}
 	}
 	return n
+}
+
+// pingPong sends an unreliable PING every 200 ms until a PONG arrives
+// (like a real client's heartbeat: one datagram may be lost, e.g. when
+// the test's socket buffer filled with KCP retransmissions while it was
+// not reading), and returns the last PING datagram sent.
+func (c *client) pingPong() []byte {
+	c.t.Helper()
+	var last []byte
+	for range 50 {
+		last = c.unreliable(&roomwire.Ping{ClientMS: 1})
+		for range 20 {
+			if c.count(roomwire.TypePong) > 0 {
+				if p := c.await(roomwire.TypePong); !p.unreliable {
+					c.t.Error("PONG to an unreliable PING came on KCP")
+				}
+				return last
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	c.t.Fatal("no PONG after 10 s")
+	return nil
 }

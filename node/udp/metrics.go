@@ -27,6 +27,7 @@ const (
 type metrics struct {
 	sessions prometheus.Gauge
 	in, out  prometheus.Counter
+	writes   prometheus.Counter
 	drop     map[string]prometheus.Counter
 	hs       map[string]prometheus.Counter
 	all      []prometheus.Collector
@@ -37,6 +38,7 @@ func newMetrics() *metrics {
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "switchboard_node_udp_sessions", Help: "UDP sessions, handshakes awaiting their first SESSION datagram included."}),
 		in:       prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_datagrams_in_total", Help: "UDP datagrams received, before any check."}),
 		out:      prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_datagrams_out_total", Help: "UDP datagrams written."}),
+		writes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_write_batches_total", Help: "Batches the writer handed to the socket (datagrams out / batches = the average batch; each batch is one sendmmsg per udpio batch size)."}),
 		drop:     map[string]prometheus.Counter{},
 		hs:       map[string]prometheus.Counter{},
 	}
@@ -48,6 +50,6 @@ func newMetrics() *metrics {
 	for _, r := range []string{hsWelcome, hsError, hsResent} {
 		m.hs[r] = hv.WithLabelValues(r)
 	}
-	m.all = []prometheus.Collector{m.sessions, m.in, m.out, dv, hv}
+	m.all = []prometheus.Collector{m.sessions, m.in, m.out, m.writes, dv, hv}
 	return m
 }

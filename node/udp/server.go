@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/switchboardgg/switchboard/internal/kcploop"
 	"github.com/switchboardgg/switchboard/internal/sealed"
 	"github.com/switchboardgg/switchboard/internal/udpio"
@@ -35,7 +37,8 @@ type Server struct {
 	m      *metrics
 	loop   *kcploop.Loop
 	conv   kcploop.ConvConfig
-	maxIn  int // largest message a client may send
+	maxIn  int           // largest message a client may send
+	hsLim  *rate.Limiter // new HANDSHAKEs whose keys are derived; the reader's only
 
 	mu       sync.Mutex
 	sessions map[uint32]*session // by conv: seated sessions
@@ -72,6 +75,7 @@ func New(cfg Config) (*Server, error) {
 			NoDelay: true, Interval: roomudp.KCPInterval,
 		},
 		maxIn:    node.DefaultReadLimit,
+		hsLim:    rate.NewLimiter(rate.Limit(cfg.HandshakeRate), cfg.HandshakeBurst),
 		sessions: map[uint32]*session{},
 		pending:  map[hsKey]*session{},
 	}
@@ -313,7 +317,7 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 		s.m.hs[hsResent].Inc()
 		return
 	}
-	if busy || s.count() >= s.cfg.MaxPending+s.cfg.MaxSessions {
+	if busy || s.count() >= s.cfg.MaxPending+s.cfg.MaxSessions || (s.hsLim != nil && !s.hsLim.Allow()) {
 		r.drop(dropBusy)
 		return
 	}
@@ -473,6 +477,7 @@ func (s *Server) writeLoop(ctx context.Context, uc *udpio.Conn) {
 		}
 		n, err := uc.WriteBatch(batch)
 		s.m.out.Add(float64(n))
+		s.m.writes.Inc()
 		s.out.done(batch)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {

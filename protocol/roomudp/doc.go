@@ -8,7 +8,7 @@
 //
 // The package is pure: no sockets, no clock, no goroutines, no state. Its
 // parsers never allocate and alias their input; the Append functions
-// allocate only when the destination lacks room. The node (node/udp) and
-// the Go SDK (client/rooms) share it; testdata/roomwire/udp.json holds its
-// vectors.
+// allocate only when the destination lacks room. The node (node/udp) uses
+// it, and it is meant for the Go SDK (client/rooms) too;
+// testdata/roomwire/udp.json holds its vectors.
 package roomudp
