@@ -151,9 +151,13 @@ func runChaos(t *testing.T, udp bool) {
 			}
 			severAll = false
 		}
+		if !darkUntil.IsZero() && !time.Now().Before(darkUntil) {
+			d.blackout(false)
+			darkUntil = time.Time{}
+		}
 		checkAlive(t, all)
 	}
-	if !darkUntil.IsZero() {
+	if !darkUntil.IsZero() { // the loop ended as the blackout did
 		d.blackout(false)
 	}
 	d.proxy.SetFaultsEnabled(false)
