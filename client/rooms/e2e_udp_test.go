@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gobwas/ws"
+
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
 	"github.com/switchboardgg/switchboard/internal/impair"
@@ -144,5 +146,75 @@ func TestEndToEndUDPBlockedFallsBack(t *testing.T) {
 	p.waitFrames(t, 30)
 	if st := px.Stats(); st.Up.Blackholed == 0 {
 		t.Errorf("no handshake reached the proxy: %+v", st.Up)
+	}
+}
+
+// TestEndToEndResumeSwitchesChannels: a client on UDP whose UDP goes dark
+// resumes over WebSocket; when its WebSocket is cut later, with UDP back,
+// it resumes over UDP. Frames stay gapless throughout.
+func TestEndToEndResumeSwitchesChannels(t *testing.T) {
+	d := startUDPDeployment(t)
+	room, err := d.createRoom(t.Context(), backend.CreateRoomRequest{SyncMode: "frame", TickRate: new(30), MaxPlayers: new(1), StartMode: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, via := d.proxy(t, impair.Faults{})
+	ctx := t.Context()
+	auth, err := d.be.CreateAuthToken(ctx, "erin", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ticket, _, err := d.be.CreateTicket(ctx, room.RoomID, backend.TicketRequest{Username: "erin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock, err := rooms.NewUDPSocket(rooms.UDPSocketConfig{Logger: discard, Redirect: func(netip.AddrPort) netip.AddrPort { return via }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sock.Close() })
+	var cs conns
+	cfg := &rooms.Config{
+		HTTPClient: d.hc, Logger: discard, UDPSocket: sock, Dialer: &ws.Dialer{NetDial: cs.dial},
+		Heartbeat: 100 * time.Millisecond, SilenceTimeout: time.Second, UDPFallback: 500 * time.Millisecond,
+		Backoff: func(int) time.Duration { return 0 },
+	}
+	c, err := rooms.Login(ctx, d.api, "erin", auth, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Connect(ctx, room.RoomID, rooms.JoinOptions{Ticket: ticket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPump(t, r)
+	if r.Transport() != rooms.TransportUDP {
+		t.Fatalf("transport %q, want udp", r.Transport())
+	}
+	p.waitFrames(t, 15)
+
+	px.SetBlackout(impair.Up, true)
+	px.SetBlackout(impair.Down, true)
+	p.event(t, rooms.EventDisconnected)
+	p.event(t, rooms.EventResumed)
+	if r.Transport() != rooms.TransportWS {
+		t.Fatalf("resumed over %q with UDP dark, want ws", r.Transport())
+	}
+	p.waitFrames(t, p.lastFrame()+15)
+
+	px.SetBlackout(impair.Up, false)
+	px.SetBlackout(impair.Down, false)
+	cs.cutLast()
+	p.event(t, rooms.EventDisconnected)
+	p.event(t, rooms.EventResumed)
+	if r.Transport() != rooms.TransportUDP {
+		t.Fatalf("resumed over %q with UDP back, want udp", r.Transport())
+	}
+	p.waitFrames(t, p.lastFrame()+15)
+	p.mu.Lock()
+	gaps := p.gaps
+	p.mu.Unlock()
+	if st := r.Stats(); gaps != 0 || st.Resumes != 2 || st.UDPFallbacks != 1 {
+		t.Errorf("%d gaps, stats %+v: want none, 2 resumes, 1 fallback", gaps, st)
 	}
 }
