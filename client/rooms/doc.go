@@ -45,7 +45,8 @@
 // connection opens its own and closes it when it ends, unless
 // Config.UDPSocket shares one, which its creator closes. A UDP connection
 // has one goroutine of its own, its reader, in place of the WebSocket
-// connection's reader and writer.
+// connection's reader and writer (and, after LEAVE, one that waits up to
+// a second for KCP to have it acknowledged).
 //
 // # Reconnection
 //

@@ -140,8 +140,8 @@ type stats struct {
 //
 // A Room runs three goroutines: the reader (decodes, orders frames, fills
 // Frames and Events), the writer (the socket's only writer) and the
-// supervisor (PING, silence detection, reconnection). Close stops and joins
-// them all.
+// supervisor (PING, silence detection, reconnection); over UDP there is no
+// writer of its own (see [UDPSocket]). Close stops and joins them all.
 type Room struct {
 	// immutable after Connect
 	client    *Client
