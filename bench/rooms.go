@@ -55,27 +55,31 @@ type RoomsConfig struct {
 
 // RoomsResult is the outcome of a measured run.
 type RoomsResult struct {
-	Transport        string // rooms.TransportWS or rooms.TransportUDP
-	JoinedUDP        int64  // players whose first connection was over UDP
-	PlayersWanted    int
-	PlayersConnected int64 // at the end of the measured window
-	JoinFailures     int64
-	Failed           int64         // players that failed to join or play
-	Failures         []ReasonCount // why, the most frequent first
-	Disconnects      int64         // during the measured window
-	OrderErrors      int64
-	Window           time.Duration
-	FramesPerSecond  float64 // frames delivered to all players
-	InputsPerSecond  float64
-	LatencyP50       time.Duration // input → the frame carrying it
-	LatencyP99       time.Duration
-	TickLatenessP50  time.Duration // from the server's metrics; 0 without them
-	TickLatenessP99  time.Duration
-	ServerCPUSeconds float64 // CPU the server used during the window; 0 without metrics
-	ServerCores      float64 // ServerCPUSeconds / Window
-	BenchCores       float64 // CPU this process used during the window
-	MicrosPerFrame   float64 // server CPU µs per frame delivered to a player
-	PlayersPerCore   float64 // players connected / ServerCores
+	Transport string // rooms.TransportWS or rooms.TransportUDP
+	JoinedUDP int64  // players whose first connection was over UDP
+	// ImpairedLost and ImpairedForwarded count the datagrams the
+	// impairment proxy of Loss and Jitter dropped and passed, both ways,
+	// over the whole run; zero without it.
+	ImpairedLost, ImpairedForwarded uint64
+	PlayersWanted                   int
+	PlayersConnected                int64 // at the end of the measured window
+	JoinFailures                    int64
+	Failed                          int64         // players that failed to join or play
+	Failures                        []ReasonCount // why, the most frequent first
+	Disconnects                     int64         // during the measured window
+	OrderErrors                     int64
+	Window                          time.Duration
+	FramesPerSecond                 float64 // frames delivered to all players
+	InputsPerSecond                 float64
+	LatencyP50                      time.Duration // input → the frame carrying it
+	LatencyP99                      time.Duration
+	TickLatenessP50                 time.Duration // from the server's metrics; 0 without them
+	TickLatenessP99                 time.Duration
+	ServerCPUSeconds                float64 // CPU the server used during the window; 0 without metrics
+	ServerCores                     float64 // ServerCPUSeconds / Window
+	BenchCores                      float64 // CPU this process used during the window
+	MicrosPerFrame                  float64 // server CPU µs per frame delivered to a player
+	PlayersPerCore                  float64 // players connected / ServerCores
 }
 
 // RunRooms creates cfg.Rooms rooms, fills them with bots, measures for
@@ -287,6 +291,15 @@ measure:
 	botWG.Wait()
 	res.Failed = cnt.Failed.Load()
 	res.Failures = cnt.Failures.Counts()
+	if path != nil {
+		if err := path.Err(); err != nil {
+			return nil, err
+		}
+		if st, ok := path.Stats(); ok {
+			res.ImpairedLost = st.Up.Lost + st.Down.Lost
+			res.ImpairedForwarded = st.Up.Forwarded + st.Down.Forwarded
+		}
+	}
 	res.Report(out)
 	if res.Failed > 0 || res.OrderErrors > 0 {
 		return res, fmt.Errorf("bench: %d of %d players failed, %d frames out of order: %w", res.Failed, total, res.OrderErrors, ErrPlayersFailed)
@@ -305,6 +318,10 @@ func writeFailures(w io.Writer, f *Failures) {
 // Report writes the result for people.
 func (r *RoomsResult) Report(w io.Writer) {
 	fmt.Fprintf(w, "\ntransport             %s (%d players joined over udp)\n", r.Transport, r.JoinedUDP)
+	if r.ImpairedLost+r.ImpairedForwarded > 0 {
+		fmt.Fprintf(w, "impairment proxy      %d datagrams dropped, %d forwarded (%.1f %%)\n", r.ImpairedLost, r.ImpairedForwarded,
+			100*float64(r.ImpairedLost)/float64(r.ImpairedLost+r.ImpairedForwarded))
+	}
 	fmt.Fprintf(w, "players connected     %d of %d (join failures %d, failed %d, disconnects %d, order errors %d)\n",
 		r.PlayersConnected, r.PlayersWanted, r.JoinFailures, r.Failed, r.Disconnects, r.OrderErrors)
 	if len(r.Failures) > 0 {
