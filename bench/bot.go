@@ -18,6 +18,7 @@ import (
 type Counters struct {
 	Connected   atomic.Int64 // bots with a live room connection
 	Joined      atomic.Int64 // bots that ever got a WELCOME
+	JoinedUDP   atomic.Int64 // of those, bots whose first connection was over UDP
 	Frames      atomic.Int64 // frames delivered to bots
 	Inputs      atomic.Int64 // INPUTs sent
 	OrderErrors atomic.Int64 // frames that did not follow the previous one
@@ -83,6 +84,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	defer room.Close()
 	cnt.Joined.Add(1)
+	if room.Transport() == rooms.TransportUDP {
+		cnt.JoinedUDP.Add(1)
+	}
 	cnt.Connected.Add(1)
 	connected := true
 	defer func() {

@@ -37,7 +37,17 @@ type RoomsConfig struct {
 	// JoinTimeout bounds the ramp-up. Zero means DefaultJoinTimeout.
 	JoinTimeout time.Duration
 	// Client configures every bot's SDK client; nil means its defaults.
+	// Its Transport and UDPSocket are set from Transport below.
 	Client *rooms.Config
+	// Transport is the bots' channel: rooms.TransportWS, or
+	// rooms.TransportUDP (UDP only, no fallback, on sockets shared by
+	// BotsPerUDPSocket bots). Empty means rooms.TransportWS.
+	Transport string
+	// Loss and Jitter impair the UDP channel (both directions) through an
+	// impairment proxy in front of the node: the probability a datagram is
+	// dropped, and a uniform extra delay in [0, Jitter). UDP only.
+	Loss   float64
+	Jitter time.Duration
 	// Out receives a progress line every second and the report. Nil
 	// discards them.
 	Out io.Writer
@@ -45,25 +55,31 @@ type RoomsConfig struct {
 
 // RoomsResult is the outcome of a measured run.
 type RoomsResult struct {
-	PlayersWanted    int
-	PlayersConnected int64 // at the end of the measured window
-	JoinFailures     int64
-	Failed           int64         // players that failed to join or play
-	Failures         []ReasonCount // why, the most frequent first
-	Disconnects      int64         // during the measured window
-	OrderErrors      int64
-	Window           time.Duration
-	FramesPerSecond  float64 // frames delivered to all players
-	InputsPerSecond  float64
-	LatencyP50       time.Duration // input → the frame carrying it
-	LatencyP99       time.Duration
-	TickLatenessP50  time.Duration // from the server's metrics; 0 without them
-	TickLatenessP99  time.Duration
-	ServerCPUSeconds float64 // CPU the server used during the window; 0 without metrics
-	ServerCores      float64 // ServerCPUSeconds / Window
-	BenchCores       float64 // CPU this process used during the window
-	MicrosPerFrame   float64 // server CPU µs per frame delivered to a player
-	PlayersPerCore   float64 // players connected / ServerCores
+	Transport string // rooms.TransportWS or rooms.TransportUDP
+	JoinedUDP int64  // players whose first connection was over UDP
+	// ImpairedLost and ImpairedForwarded count the datagrams the
+	// impairment proxy of Loss and Jitter dropped and passed, both ways,
+	// over the whole run; zero without it.
+	ImpairedLost, ImpairedForwarded uint64
+	PlayersWanted                   int
+	PlayersConnected                int64 // at the end of the measured window
+	JoinFailures                    int64
+	Failed                          int64         // players that failed to join or play
+	Failures                        []ReasonCount // why, the most frequent first
+	Disconnects                     int64         // during the measured window
+	OrderErrors                     int64
+	Window                          time.Duration
+	FramesPerSecond                 float64 // frames delivered to all players
+	InputsPerSecond                 float64
+	LatencyP50                      time.Duration // input → the frame carrying it
+	LatencyP99                      time.Duration
+	TickLatenessP50                 time.Duration // from the server's metrics; 0 without them
+	TickLatenessP99                 time.Duration
+	ServerCPUSeconds                float64 // CPU the server used during the window; 0 without metrics
+	ServerCores                     float64 // ServerCPUSeconds / Window
+	BenchCores                      float64 // CPU this process used during the window
+	MicrosPerFrame                  float64 // server CPU µs per frame delivered to a player
+	PlayersPerCore                  float64 // players connected / ServerCores
 }
 
 // RunRooms creates cfg.Rooms rooms, fills them with bots, measures for
@@ -73,6 +89,16 @@ type RoomsResult struct {
 func RunRooms(ctx context.Context, cfg RoomsConfig) (*RoomsResult, error) {
 	if cfg.Rooms < 1 || cfg.Players < 1 || cfg.Players > 16 || cfg.Tick < 1 || cfg.Tick > 60 || cfg.Duration <= 0 {
 		return nil, errors.New("bench: rooms ≥ 1, players 1–16, tick 1–60 and a positive duration are required")
+	}
+	switch cfg.Transport {
+	case "":
+		cfg.Transport = rooms.TransportWS
+	case rooms.TransportWS, rooms.TransportUDP:
+	default:
+		return nil, fmt.Errorf("bench: transport %q: want udp or ws", cfg.Transport)
+	}
+	if cfg.Transport == rooms.TransportWS && (cfg.Loss != 0 || cfg.Jitter != 0) {
+		return nil, errors.New("bench: --loss and --jitter impair the UDP channel only (a TCP stream cannot lose a datagram)")
 	}
 	if cfg.JoinConcurrency <= 0 {
 		cfg.JoinConcurrency = DefaultJoinConcurrency
@@ -99,10 +125,23 @@ func RunRooms(ctx context.Context, cfg RoomsConfig) (*RoomsResult, error) {
 	if clientCfg.HTTPClient == nil {
 		clientCfg.HTTPClient = httpc
 	}
+	clientCfg.Transport = cfg.Transport
+	total := cfg.Rooms * cfg.Players
+	var path *UDPPath
+	if cfg.Transport == rooms.TransportUDP {
+		if path, err = NewUDPPath(total, cfg.Loss, cfg.Jitter, clientCfg.Logger); err != nil {
+			return nil, err
+		}
+		defer path.Close()
+	}
 
 	run := NewRunID()
 	ids := make([]string, cfg.Rooms)
-	fmt.Fprintf(out, "creating %d rooms (%d players, %d Hz)\n", cfg.Rooms, cfg.Players, cfg.Tick)
+	fmt.Fprintf(out, "creating %d rooms (%d players, %d Hz) over %s", cfg.Rooms, cfg.Players, cfg.Tick, cfg.Transport)
+	if cfg.Loss > 0 || cfg.Jitter > 0 {
+		fmt.Fprintf(out, " with %.1f %% loss and %v jitter each way", cfg.Loss*100, cfg.Jitter)
+	}
+	fmt.Fprintln(out)
 	for i := range ids {
 		room, err := be.CreateRoom(ctx, backend.CreateRoomRequest{
 			RoomID:   fmt.Sprintf("bench-%s-%d", run, i),
@@ -128,14 +167,19 @@ func RunRooms(ctx context.Context, cfg RoomsConfig) (*RoomsResult, error) {
 	defer stopBots()
 	sem := make(chan struct{}, cfg.JoinConcurrency)
 	var joinWG, botWG sync.WaitGroup
-	total := cfg.Rooms * cfg.Players
 	for i := 0; i < total; i++ {
 		joinWG.Add(1)
 		botWG.Add(1)
+		bc := &clientCfg
+		if path != nil {
+			c := clientCfg
+			c.UDPSocket = path.Socket(i)
+			bc = &c
+		}
 		b := &Bot{
 			API: cfg.API, Backend: be, RoomID: ids[i/cfg.Players],
 			Username: fmt.Sprintf("bot-%s-%d", run, i), Seat: i % cfg.Players,
-			Client: &clientCfg, Latency: &lat, Counters: &cnt,
+			Client: bc, Latency: &lat, Counters: &cnt,
 		}
 		var once sync.Once
 		b.Joined = func(error) { once.Do(func() { <-sem; joinWG.Done() }) }
@@ -213,6 +257,8 @@ measure:
 	}
 	window := time.Since(w0)
 	res := &RoomsResult{
+		Transport:        cfg.Transport,
+		JoinedUDP:        cnt.JoinedUDP.Load(),
 		PlayersWanted:    total,
 		PlayersConnected: cnt.Connected.Load(),
 		JoinFailures:     int64(total) - cnt.Joined.Load(),
@@ -245,6 +291,15 @@ measure:
 	botWG.Wait()
 	res.Failed = cnt.Failed.Load()
 	res.Failures = cnt.Failures.Counts()
+	if path != nil {
+		if err := path.Err(); err != nil {
+			return nil, err
+		}
+		if st, ok := path.Stats(); ok {
+			res.ImpairedLost = st.Up.Lost + st.Down.Lost
+			res.ImpairedForwarded = st.Up.Forwarded + st.Down.Forwarded
+		}
+	}
 	res.Report(out)
 	if res.Failed > 0 || res.OrderErrors > 0 {
 		return res, fmt.Errorf("bench: %d of %d players failed, %d frames out of order: %w", res.Failed, total, res.OrderErrors, ErrPlayersFailed)
@@ -262,7 +317,12 @@ func writeFailures(w io.Writer, f *Failures) {
 
 // Report writes the result for people.
 func (r *RoomsResult) Report(w io.Writer) {
-	fmt.Fprintf(w, "\nplayers connected     %d of %d (join failures %d, failed %d, disconnects %d, order errors %d)\n",
+	fmt.Fprintf(w, "\ntransport             %s (%d players joined over udp)\n", r.Transport, r.JoinedUDP)
+	if r.ImpairedLost+r.ImpairedForwarded > 0 {
+		fmt.Fprintf(w, "impairment proxy      %d datagrams dropped, %d forwarded (%.1f %%)\n", r.ImpairedLost, r.ImpairedForwarded,
+			100*float64(r.ImpairedLost)/float64(r.ImpairedLost+r.ImpairedForwarded))
+	}
+	fmt.Fprintf(w, "players connected     %d of %d (join failures %d, failed %d, disconnects %d, order errors %d)\n",
 		r.PlayersConnected, r.PlayersWanted, r.JoinFailures, r.Failed, r.Disconnects, r.OrderErrors)
 	if len(r.Failures) > 0 {
 		fmt.Fprintln(w, "players failed, by reason:")

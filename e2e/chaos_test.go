@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
 	"github.com/switchboardgg/switchboard/internal/faultproxy"
+	"github.com/switchboardgg/switchboard/internal/impair"
 	"github.com/switchboardgg/switchboard/internal/teststack"
 	"github.com/switchboardgg/switchboard/node"
 )
@@ -75,7 +77,28 @@ var chaosFaults = faultproxy.Faults{
 //     room with a saved login session and is killed; a new process with
 //     that session finds the room with C3, rejoins without a ticket and
 //     computes the same states as a player that stayed.
-func TestChaosLockstep(t *testing.T) {
+func TestChaosLockstep(t *testing.T) { runChaos(t, false) }
+
+// chaosUDPFaults are the UDP channel's faults of phase 1, each way, per
+// player: 10 % loss and 10 % of the datagrams reordered, on top of jitter.
+var chaosUDPFaults = impair.Faults{Loss: 0.1, Reorder: 0.1, ReorderDelay: 20 * time.Millisecond, Jitter: 10 * time.Millisecond}
+
+// chaosUDPBlackout is how long every player's network (UDP and TCP) goes
+// dark halfway through phase 1 over UDP: beyond the 5 s silence detection,
+// so that every client disconnects and resumes.
+const chaosUDPBlackout = 7 * time.Second
+
+// TestChaosLockstepUDP is TestChaosLockstep with the node serving UDP and
+// the players on it (the SDK's default): each player's datagrams go
+// through its own impair proxy that loses and reorders 10 % of them each
+// way during phase 1 (chaosUDPFaults); halfway every network goes dark
+// for chaosUDPBlackout instead of a sever; in phase 2 the absent player's
+// UDP is black-holed as well as its TCP. A resume may come back over
+// either channel (UDP is tried first, WebSocket after 2 s without an
+// answer).
+func TestChaosLockstepUDP(t *testing.T) { runChaos(t, true) }
+
+func runChaos(t *testing.T, udp bool) {
 	ignore := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, ignore) }) // runs last
 	duration := chaosDuration
@@ -92,7 +115,7 @@ func TestChaosLockstep(t *testing.T) {
 	t.Logf("chaos seed %d (CHAOS_SEED=%d replays the proxy's random draws)", seed, seed)
 	example := buildExample(t)
 	ctx := testContext(t, 3*time.Minute)
-	d := startChaos(t, seed)
+	d := startChaos(t, seed, udp)
 
 	// Phase 1: chaos.
 	var roomIDs []string
@@ -112,17 +135,33 @@ func TestChaosLockstep(t *testing.T) {
 	if err := d.proxy.SetFaults(chaosFaults); err != nil {
 		t.Fatal(err)
 	}
+	d.udpFaults(t, chaosUDPFaults)
 	// Halfway, every connection is cut at once as well: all the clients
-	// resume together, and no run goes without a sever.
+	// resume together, and no run goes without a sever. Over UDP, where
+	// nothing can be cut, every network goes dark for chaosUDPBlackout.
 	start := time.Now()
-	for severAll := true; time.Since(start) < duration; time.Sleep(200 * time.Millisecond) {
+	var darkUntil time.Time
+	for severAll := true; time.Since(start) < duration || time.Now().Before(darkUntil); time.Sleep(200 * time.Millisecond) {
 		if severAll && time.Since(start) >= duration/2 {
-			d.proxy.SeverAll()
+			if udp {
+				d.blackout(true)
+				darkUntil = time.Now().Add(chaosUDPBlackout)
+			} else {
+				d.proxy.SeverAll()
+			}
 			severAll = false
+		}
+		if !darkUntil.IsZero() && !time.Now().Before(darkUntil) {
+			d.blackout(false)
+			darkUntil = time.Time{}
 		}
 		checkAlive(t, all)
 	}
+	if !darkUntil.IsZero() { // the loop ended as the blackout did
+		d.blackout(false)
+	}
 	d.proxy.SetFaultsEnabled(false)
+	d.udpFaults(t, impair.Faults{})
 	injected := d.proxy.Stats()
 	waitFrames(t, all, maxFrame(all)+2*chaosTickRate, 45*time.Second)
 	checkAlive(t, all)
@@ -136,7 +175,20 @@ func TestChaosLockstep(t *testing.T) {
 		"resumes %d, rejoins %d, snapshot recoveries %d; frames compared %d",
 		len(all), len(byRoom), chaosTickRate, duration, seed, injected.Severed, injected.Stalled,
 		injected.Delayed, st.Disconnects, silences(all), st.Resumes, st.Rejoins, st.SnapshotRestores, compared)
-	if injected.Severed == 0 || st.Resumes == 0 || compared == 0 {
+	if udp {
+		us := d.udpStats()
+		onUDP := 0
+		for _, p := range all {
+			if p.transport() == rooms.TransportUDP {
+				onUDP++
+			}
+		}
+		t.Logf("phase 1 over UDP: datagrams lost %d, reordered %d, black-holed %d; %d of %d clients on UDP at the end, %d fallbacks to WebSocket",
+			us.Up.Lost+us.Down.Lost, us.Up.Reordered+us.Down.Reordered, us.Up.Blackholed+us.Down.Blackholed, onUDP, len(all), st.UDPFallbacks)
+		if us.Up.Lost == 0 || us.Down.Lost == 0 || st.Resumes == 0 || compared == 0 {
+			t.Fatalf("the chaos proved nothing: lost %d up %d down, %d resumes, %d frames compared", us.Up.Lost, us.Down.Lost, st.Resumes, compared)
+		}
+	} else if injected.Severed == 0 || st.Resumes == 0 || compared == 0 {
 		t.Fatalf("the chaos proved nothing: %d severs, %d resumes, %d frames compared", injected.Severed, st.Resumes, compared)
 	}
 	if t.Failed() {
@@ -222,9 +274,14 @@ type chaosDeployment struct {
 	hc    *http.Client
 	stack *teststack.Stack
 	proxy *faultproxy.Proxy
+	udp   bool  // the node serves UDP; players use it through their own impair proxy
+	seed  int64 // of the proxies
+
+	mu      sync.Mutex
+	impairs []*impair.Proxy // one per player over UDP
 }
 
-func startChaos(t *testing.T, seed int64) *chaosDeployment {
+func startChaos(t *testing.T, seed int64, udp bool) *chaosDeployment {
 	t.Helper()
 	discard := slog.New(slog.DiscardHandler)
 	nodeLn, err := net.Listen("tcp", "127.0.0.1:0")
@@ -252,16 +309,99 @@ func startChaos(t *testing.T, seed int64) *chaosDeployment {
 		<-proxied
 	})
 
+	nodeUDP := ""
+	if udp {
+		nodeUDP = "127.0.0.1:0"
+	}
 	s, err := teststack.Start(t.Context(), t.TempDir(), teststack.Config{
 		ServerKey: chaosServerKey, NodeID: "chaos-node", Retention: chaosRetention,
 		NodeListener: nodeLn, WSURL: "ws://" + proxyLn.Addr().String() + node.Path,
-		NodeWait: 15 * time.Second, Logger: discard,
+		NodeWait: 15 * time.Second, Logger: discard, NodeUDP: nodeUDP,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	return &chaosDeployment{api: s.API, be: s.Backend, hc: s.HTTP, stack: s, proxy: proxy}
+	return &chaosDeployment{api: s.API, be: s.Backend, hc: s.HTTP, stack: s, proxy: proxy, udp: udp, seed: seed}
+}
+
+// udpPath gives a player over UDP its own impair proxy in front of the
+// node and a socket whose datagrams go through it.
+func (d *chaosDeployment) udpPath(t *testing.T, cfg *rooms.Config, g *netGate) {
+	t.Helper()
+	discard := slog.New(slog.DiscardHandler)
+	d.mu.Lock()
+	seed := uint64(d.seed) + uint64(len(d.impairs))
+	d.mu.Unlock()
+	px, err := impair.New(impair.Config{Target: d.stack.NodeUDP, Seed: seed, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	via := uc.LocalAddr().(*net.UDPAddr).AddrPort()
+	served := make(chan struct{})
+	go func() { defer close(served); _ = px.Serve(uc) }()
+	sock, err := rooms.NewUDPSocket(rooms.UDPSocketConfig{Logger: discard, Redirect: func(netip.AddrPort) netip.AddrPort { return via }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cleanups run last first: the room (registered after this) closes
+	// before its socket and its proxy.
+	t.Cleanup(func() {
+		sock.Close()
+		px.Close()
+		<-served
+	})
+	cfg.UDPSocket = sock
+	g.px = px
+	d.mu.Lock()
+	d.impairs = append(d.impairs, px)
+	d.mu.Unlock()
+}
+
+// udpFaults sets every player's UDP faults, both ways.
+func (d *chaosDeployment) udpFaults(t *testing.T, f impair.Faults) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, px := range d.impairs {
+		for _, dir := range []impair.Direction{impair.Up, impair.Down} {
+			if err := px.SetFaults(dir, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// blackout darkens every player's network, TCP and UDP, or lights it.
+func (d *chaosDeployment) blackout(on bool) {
+	d.proxy.SetBlackout(on)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, px := range d.impairs {
+		px.SetBlackout(impair.Up, on)
+		px.SetBlackout(impair.Down, on)
+	}
+}
+
+// udpStats sums the players' impair proxies' counters.
+func (d *chaosDeployment) udpStats() impair.Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var sum impair.Stats
+	for _, px := range d.impairs {
+		st := px.Stats()
+		for _, p := range []struct{ sum, st *impair.DirStats }{{&sum.Up, &st.Up}, {&sum.Down, &st.Down}} {
+			p.sum.Lost += p.st.Lost
+			p.sum.Reordered += p.st.Reordered
+			p.sum.Blackholed += p.st.Blackholed
+		}
+		sum.Rebinds += st.Rebinds
+	}
+	return sum
 }
 
 // createRoom creates a frame room once the node has registered.
@@ -296,6 +436,9 @@ func (d *chaosDeployment) join(t *testing.T, ctx context.Context, roomID, name s
 		SnapshotInterval: chaosSnapshotEvery,
 		// Backoff, SilenceTimeout, Heartbeat: the SDK's defaults.
 	}
+	if d.udp {
+		d.udpPath(t, cfg, p.gate)
+	}
 	if p.client, err = rooms.Login(ctx, d.api, name, auth, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -323,6 +466,16 @@ type player struct {
 	done   chan struct{} // closed when the game loop of rm returns
 	closed rooms.Stats   // of the rooms closed before rm
 	err    error         // why a room ended other than by Close
+}
+
+// transport returns the current room's transport, "" after closeRoom.
+func (p *player) transport() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.rm == nil {
+		return ""
+	}
+	return p.rm.Transport()
 }
 
 // attach starts the game loop on rm.
@@ -407,6 +560,7 @@ func addStats(sum *rooms.Stats, s rooms.Stats) {
 	sum.FrameRequests += s.FrameRequests
 	sum.FramesDelivered += s.FramesDelivered
 	sum.InvalidMessages += s.InvalidMessages
+	sum.UDPFallbacks += s.UDPFallbacks
 }
 
 // stats are the counters of p's rooms, the closed ones included.
@@ -440,6 +594,8 @@ func (p *player) failure() error {
 // netGate is a player's network: its dialer, which fails while the player
 // is away.
 type netGate struct {
+	px *impair.Proxy // the player's UDP path, if any; immutable after join
+
 	mu   sync.Mutex
 	away bool
 	conn net.Conn // the newest connection
@@ -476,12 +632,20 @@ func (g *netGate) leave() {
 	if g.conn != nil {
 		g.conn.Close()
 	}
+	if g.px != nil {
+		g.px.SetBlackout(impair.Up, true)
+		g.px.SetBlackout(impair.Down, true)
+	}
 }
 
 func (g *netGate) back() {
 	g.mu.Lock()
 	g.away = false
 	g.mu.Unlock()
+	if g.px != nil {
+		g.px.SetBlackout(impair.Up, false)
+		g.px.SetBlackout(impair.Down, false)
+	}
 }
 
 // recorder is a player's game state: a SHA-256 fold of every frame's number

@@ -18,8 +18,8 @@ type RoomInfo = api.JoinRoom
 // joined, online, offline or left.
 type MemberInfo = api.Member
 
-// ConnectInfo says where and how to connect (the connect object of C1).
-// The UDP fields of the answer are not read: this SDK speaks WebSocket.
+// ConnectInfo says where and how to connect (the connect object of C1):
+// WebSocket, and the UDP channel when the node serves it.
 type ConnectInfo = api.Connect
 
 // JoinResult is the answer of [Client.Join].
@@ -67,7 +67,11 @@ func (c *Client) Join(ctx context.Context, roomID string, opts JoinOptions) (*Jo
 	} else if err := checkClientSessionID(csid); err != nil {
 		return nil, err
 	}
-	body := api.JoinRequest{ClientSessionID: csid, Ticket: opts.Ticket, Transport: api.TransportWS}
+	transport := api.TransportUDP
+	if c.cfg.Transport == TransportWS {
+		transport = api.TransportWS
+	}
+	body := api.JoinRequest{ClientSessionID: csid, Ticket: opts.Ticket, Transport: transport}
 	var res JoinResult
 	status, err := c.sc.Do(ctx, http.MethodPost, "/client/v1/game/rooms/"+url.PathEscape(roomID)+"/join", body, &res)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/client/session"
+	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
 
@@ -28,6 +29,8 @@ const (
 	DefaultMaxMessageSize    = 1 << 20
 	DefaultMaxResponseBytes  = session.DefaultMaxResponseBytes
 	DefaultSDKVersion        = "go/0.1"
+	DefaultUDPMTU            = roomudp.DefaultMTU // bytes of a UDP datagram the client sends
+	DefaultUDPFallback       = roomudp.Fallback   // 2 s without a UDP answer: WebSocket
 )
 
 // Config configures a [Client] and the [Room] values it connects. The zero
@@ -47,6 +50,26 @@ type Config struct {
 	// Now is the clock for PING timestamps, RTT, server time, silence and
 	// token expiry. Nil means time.Now.
 	Now func() time.Time
+
+	// Transport chooses the channel to the game node. Empty means the UDP
+	// channel (docs/protocol/rooms-udp.md) whenever C1 offers it, falling
+	// back to WebSocket when UDP gets no answer within UDPFallback — for
+	// the first connection and for every reconnection. TransportWS means
+	// WebSocket only; TransportUDP means UDP only, failing when the node
+	// does not serve it (benchmarks and tests).
+	Transport string
+	// UDPSocket carries the UDP connections of this Client's Rooms. Nil
+	// means each connection opens a socket of its own; a load generator
+	// shares one among many clients (see [UDPSocket]).
+	UDPSocket *UDPSocket
+	// UDPMTU is the largest UDP datagram the client sends, in bytes.
+	// Zero means DefaultUDPMTU (1200); at least roomudp.MinMTU and at
+	// most roomudp.MaxDatagram.
+	UDPMTU int
+	// UDPFallback is how long a UDP handshake waits for an answer before
+	// the client tries WebSocket (with Transport TransportUDP: before it
+	// gives up). Zero means DefaultUDPFallback (2 s).
+	UDPFallback time.Duration
 
 	// SDKVersion goes into HELLO.sdk_version (≤ 64 bytes). Empty means
 	// DefaultSDKVersion.
@@ -149,6 +172,16 @@ func (c *Config) resolve() (Config, error) {
 	if len(r.SDKVersion) > roomwire.MaxSDKVersionLen {
 		return r, fmt.Errorf("sdk version longer than %d bytes", roomwire.MaxSDKVersionLen)
 	}
+	switch r.Transport {
+	case "", TransportUDP, TransportWS:
+	default:
+		return r, fmt.Errorf("transport %q: want %q or %q: %w", r.Transport, TransportUDP, TransportWS, ErrInvalidArgument)
+	}
+	setInt(&r.UDPMTU, DefaultUDPMTU)
+	if r.UDPMTU < roomudp.MinMTU || r.UDPMTU > roomudp.MaxDatagram {
+		return r, fmt.Errorf("udp mtu %d not in [%d, %d]: %w", r.UDPMTU, roomudp.MinMTU, roomudp.MaxDatagram, ErrInvalidArgument)
+	}
+	setDur(&r.UDPFallback, DefaultUDPFallback)
 	setDur(&r.Heartbeat, DefaultHeartbeat)
 	setDur(&r.SilenceTimeout, DefaultSilenceTimeout)
 	setDur(&r.HandshakeTimeout, DefaultHandshakeTimeout)

@@ -1,7 +1,7 @@
 // Package rooms is the Go SDK for game clients of Switchboard game rooms
-// (im.game.v1 over WebSocket): login, the HTTP calls C1–C3, and a [Room]
-// connection that delivers lockstep frames in order and survives
-// disconnections. Game loops, the `switchboard bench rooms` load generator
+// (im.game.v1 over the encrypted UDP channel, or WebSocket): login, the
+// HTTP calls C1–C3, and a [Room] connection that delivers lockstep frames
+// in order and survives disconnections. Game loops, the `switchboard bench rooms` load generator
 // and CLI tools use it.
 //
 // # Flow
@@ -30,6 +30,23 @@
 // supervisor (PING every Config.Heartbeat, a disconnect after
 // Config.SilenceTimeout without a message, reconnection). [Room.Close] and
 // [Room.Leave] stop and join all three; the Room closes its sockets.
+//
+// # Transports
+//
+// When C1 offers the UDP channel (docs/protocol/rooms-udp.md) and
+// Config.Transport allows it, a connection handshakes over UDP, resending
+// its HANDSHAKE every 250 ms; with no answer after Config.UDPFallback it
+// dials WebSocket with the same ticket. Every reconnection chooses again.
+// Over UDP datagrams are sealed with internal/sealed, reliable
+// messages ride a KCP conversation of internal/kcploop, and FRAME, CUSTOM
+// with reliable=false and PING go as single datagrams. A [UDPSocket] owns
+// the socket, one KCP loop and three goroutines (reader, writer, KCP
+// timer) and routes datagrams to its sessions by conversation id; a
+// connection opens its own and closes it when it ends, unless
+// Config.UDPSocket shares one, which its creator closes. A UDP connection
+// has one goroutine of its own, its reader, in place of the WebSocket
+// connection's reader and writer (and, after LEAVE, one that waits up to
+// a second for KCP to have it acknowledged).
 //
 // # Reconnection
 //

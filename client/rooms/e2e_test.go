@@ -34,8 +34,13 @@ type deployment struct {
 	closers []func()
 }
 
-// launch starts a deployment; close stops it.
-func launch() (d *deployment, err error) {
+// launch starts a deployment whose node serves WebSocket only; close
+// stops it.
+func launch() (d *deployment, err error) { return launchWith("") }
+
+// launchWith starts a deployment whose node also serves UDP on nodeUDP
+// (e.g. "127.0.0.1:0") when it is not empty.
+func launchWith(nodeUDP string) (d *deployment, err error) {
 	d = new(deployment)
 	defer func() {
 		if err != nil {
@@ -48,7 +53,7 @@ func launch() (d *deployment, err error) {
 	}
 	d.closers = append(d.closers, func() { os.RemoveAll(dir) })
 	s, err := teststack.Start(context.Background(), dir, teststack.Config{
-		ServerKey: e2eServerKey, NodeID: "e2e-n1", Logger: discard,
+		ServerKey: e2eServerKey, NodeID: "e2e-n1", Logger: discard, NodeUDP: nodeUDP,
 	})
 	if err != nil {
 		return nil, err

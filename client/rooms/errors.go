@@ -82,6 +82,9 @@ var (
 	// ErrHandshake is returned when the node's first message is neither
 	// WELCOME nor ERROR, or is not valid.
 	ErrHandshake = errors.New("bad handshake answer")
+	// ErrUDPUnavailable is returned with Config.Transport TransportUDP when
+	// the room's node does not serve UDP, or gave no answer over it.
+	ErrUDPUnavailable = errors.New("udp channel unavailable")
 )
 
 // APIError is an error answer of the HTTP API (package session's).

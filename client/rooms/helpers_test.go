@@ -253,6 +253,7 @@ type fakeControl struct {
 
 	mu         sync.Mutex
 	nodeURL    string
+	udp        map[string]any // connect fields of the UDP channel; nil: none
 	window     int
 	joins      []map[string]string // request bodies
 	leaves     int
@@ -294,11 +295,15 @@ func newFakeControl(t *testing.T, nodeURL string) *fakeControl {
 			status = 200
 		}
 		url, window := fc.nodeURL, fc.window
+		connect := map[string]any{"node_id": "n1", "ws_url": url, "connect_ticket": ticket, "protocol_version": 1, "expires_at": "2026-11-10T08:01:00.000Z", "session_key": "c2VjcmV0"}
+		for k, v := range fc.udp {
+			connect[k] = v
+		}
 		fc.mu.Unlock()
 		writeTestJSON(w, status, map[string]any{
 			"room":    map[string]any{"room_id": r.PathValue("id"), "status": "open", "sync_mode": "frame", "tick_rate": 30, "max_players": 2, "reconnect_window_seconds": window},
 			"member":  map[string]any{"seat": 0, "username": "alice", "status": "joined"},
-			"connect": map[string]any{"node_id": "n1", "ws_url": url, "connect_ticket": ticket, "protocol_version": 1, "expires_at": "2026-11-10T08:01:00.000Z", "session_key": "c2VjcmV0"},
+			"connect": connect,
 		})
 	})
 	mux.HandleFunc("POST /client/v1/game/rooms/{id}/leave", func(w http.ResponseWriter, r *http.Request) {

@@ -126,11 +126,12 @@ type Stats struct {
 	FrameRequests     uint64 // FRAME_REQ sent
 	FramesDelivered   uint64
 	InvalidMessages   uint64 // messages from the node that did not decode
+	UDPFallbacks      uint64 // connections that fell back to WebSocket after no answer over UDP
 }
 
 type stats struct {
 	connects, disconnects, attempts, resumes, rejoins atomic.Uint64
-	restores, frameReqs, frames, invalid              atomic.Uint64
+	restores, frameReqs, frames, invalid, fallbacks   atomic.Uint64
 }
 
 // Room is a connection to a room on a game node, kept alive across
@@ -139,8 +140,8 @@ type stats struct {
 //
 // A Room runs three goroutines: the reader (decodes, orders frames, fills
 // Frames and Events), the writer (the socket's only writer) and the
-// supervisor (PING, silence detection, reconnection). Close stops and joins
-// them all.
+// supervisor (PING, silence detection, reconnection); over UDP there is no
+// writer of its own (see [UDPSocket]). Close stops and joins them all.
 type Room struct {
 	// immutable after Connect
 	client    *Client
@@ -171,11 +172,14 @@ type Room struct {
 	snapInterval uint32
 
 	mu          sync.Mutex // guards the fields below
-	conn        *wsConn    // nil while reconnecting and after the end
+	conn        conn       // nil while reconnecting and after the end
 	state       State
 	snapshotsOn bool
 	resumeToken []byte
 	wsURL       string
+	udp         udpTarget // the UDP channel of the latest C1, if haveUDP
+	haveUDP     bool
+	transport   string // of the last connection
 	window      time.Duration
 	leaving     bool
 	err         error // why the room ended
@@ -218,6 +222,14 @@ func (r *Room) State() State {
 // number.
 func (r *Room) LastFrame() uint32 { return r.lastFrame.Load() }
 
+// Transport returns the channel of the current (or last) connection:
+// TransportUDP or TransportWS.
+func (r *Room) Transport() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.transport
+}
+
 // RTT returns the median round-trip time of the last 10 PINGs; 0 before the
 // first PONG.
 func (r *Room) RTT() time.Duration { return r.clock.rtt() }
@@ -238,11 +250,12 @@ func (r *Room) Stats() Stats {
 		FrameRequests:     s.frameReqs.Load(),
 		FramesDelivered:   s.frames.Load(),
 		InvalidMessages:   s.invalid.Load(),
+		UDPFallbacks:      s.fallbacks.Load(),
 	}
 }
 
 // current returns the live connection, or ErrClosed or ErrNotConnected.
-func (r *Room) current() (*wsConn, error) {
+func (r *Room) current() (conn, error) {
 	r.mu.Lock()
 	c, ended, leaving := r.conn, r.err != nil, r.leaving
 	r.mu.Unlock()
@@ -307,7 +320,7 @@ func (r *Room) Leave(ctx context.Context) error {
 	r.mu.Unlock()
 	if c != nil && c.sendLeave() == nil {
 		select {
-		case <-c.done:
+		case <-c.done():
 		case <-ctx.Done():
 		}
 	}

@@ -21,7 +21,7 @@ func TestConnectHandshake(t *testing.T) {
 		t.Errorf("sdk_version %q, want go/test", got)
 	}
 	bodies := fc.joinBodies()
-	if len(bodies) != 1 || bodies[0]["client_session_id"] != "join-6f2a01b7-468e" || bodies[0]["ticket"] != "gtk_1" || bodies[0]["transport"] != "ws" {
+	if len(bodies) != 1 || bodies[0]["client_session_id"] != "join-6f2a01b7-468e" || bodies[0]["ticket"] != "gtk_1" || bodies[0]["transport"] != "udp" {
 		t.Errorf("C1 bodies %v", bodies)
 	}
 	s := r.State()
@@ -634,7 +634,7 @@ func TestConnectRenewsExpiredTicketOnce(t *testing.T) {
 func TestSendInputAllocatesNothing(t *testing.T) {
 	// A Room and connection without sockets or goroutines: the measurement
 	// must not see the allocations of a fake node in the same process.
-	c := &wsConn{maxQueue: 1 << 20, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &wsConn{maxQueue: 1 << 20, wake: make(chan struct{}, 1), doneCh: make(chan struct{})}
 	r := &Room{ctx: t.Context(), conn: c}
 	r.lastFrame.Store(41)
 	data := []byte("move")

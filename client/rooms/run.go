@@ -51,7 +51,7 @@ func (c *Client) Connect(ctx context.Context, roomID string, opts JoinOptions) (
 	}
 	r.welcome(w)
 	r.setConn(conn) // sends queue up until the writer starts
-	r.log.Debug("rooms: connected", "seat", w.Seat, "frame", w.Frame)
+	r.log.Debug("rooms: connected", "seat", w.Seat, "frame", w.Frame, "transport", conn.transport())
 	go r.run(conn)
 	return r, nil
 }
@@ -79,7 +79,7 @@ func (c *Client) newRoom(roomID string, opts JoinOptions) *Room {
 }
 
 // hello dials the node of a C1 answer with a HELLO handshake.
-func (r *Room) hello(ctx context.Context, jr *JoinResult) (*wsConn, *roomwire.Welcome, error) {
+func (r *Room) hello(ctx context.Context, jr *JoinResult) (conn, *roomwire.Welcome, error) {
 	if v := jr.Connect.ProtocolVersion; v != roomwire.Version {
 		return nil, nil, fmt.Errorf("%w: %d", ErrUnsupportedVersion, v)
 	}
@@ -90,8 +90,17 @@ func (r *Room) hello(ctx context.Context, jr *JoinResult) (*wsConn, *roomwire.We
 	if window <= 0 {
 		window = DefaultReconnectWindow
 	}
+	var udp udpTarget
+	haveUDP := false
+	if r.cfg.Transport != TransportWS {
+		var err error
+		if udp, haveUDP, err = parseUDPTarget(&jr.Connect); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrHandshake, err)
+		}
+	}
 	r.mu.Lock()
 	r.wsURL = jr.Connect.WSURL
+	r.udp, r.haveUDP = udp, haveUDP
 	r.window = window
 	r.mu.Unlock()
 	hs, err := roomwire.AppendHandshake(nil, roomwire.KindHello, []byte(jr.Connect.ConnectTicket),
@@ -99,20 +108,56 @@ func (r *Room) hello(ctx context.Context, jr *JoinResult) (*wsConn, *roomwire.We
 	if err != nil {
 		return nil, nil, fmt.Errorf("hello: %w", err)
 	}
-	return dialNode(ctx, r.cfg, jr.Connect.WSURL, hs)
+	return r.dial(ctx, hs)
+}
+
+// dial sends the handshake hs to the node over UDP when the node serves it
+// and Config.Transport allows, and over WebSocket otherwise or when UDP
+// got no answer within Config.UDPFallback (docs/protocol/rooms-udp.md §6).
+func (r *Room) dial(ctx context.Context, hs []byte) (conn, *roomwire.Welcome, error) {
+	r.mu.Lock()
+	url, udp, haveUDP := r.wsURL, r.udp, r.haveUDP
+	r.mu.Unlock()
+	switch {
+	case r.cfg.Transport == TransportUDP && !haveUDP:
+		return nil, nil, fmt.Errorf("%w: the node offers none", ErrUDPUnavailable)
+	case r.cfg.Transport == TransportUDP:
+		c, w, err := dialUDP(ctx, r.cfg, &udp, hs, r.cfg.HandshakeTimeout)
+		if errors.Is(err, errUDPNoAnswer) {
+			return nil, nil, fmt.Errorf("%w: %w", ErrUDPUnavailable, err)
+		} else if err != nil {
+			return nil, nil, err
+		}
+		return c, w, nil
+	case haveUDP:
+		c, w, err := dialUDP(ctx, r.cfg, &udp, hs, r.cfg.UDPFallback)
+		if err == nil {
+			return c, w, nil
+		}
+		if !errors.Is(err, errUDPNoAnswer) {
+			return nil, nil, err
+		}
+		r.stats.fallbacks.Add(1)
+		r.log.Info("rooms: no answer over udp, trying websocket", "after", r.cfg.UDPFallback)
+	}
+	c, w, err := dialNode(ctx, r.cfg, url, hs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, w, nil
 }
 
 // resume dials the node again with a RESUME handshake.
-func (r *Room) resume(ctx context.Context) (*wsConn, *roomwire.Welcome, error) {
+func (r *Room) resume(ctx context.Context) (conn, *roomwire.Welcome, error) {
 	r.mu.Lock()
-	url, token := r.wsURL, r.resumeToken
+	token := r.resumeToken
 	r.mu.Unlock()
 	hs, err := roomwire.AppendHandshake(nil, roomwire.KindResume, token,
 		&roomwire.Resume{ClientNonce: rand.Uint64(), LastFrame: r.asm.Last()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("resume: %w", err)
 	}
-	return dialNode(ctx, r.cfg, url, hs)
+	return r.dial(ctx, hs)
 }
 
 // welcome takes the state of a WELCOME.
@@ -143,7 +188,7 @@ func (r *Room) updateProviderLocked() {
 
 // run is the supervisor goroutine: it serves each connection, and reconnects
 // after a disconnect until the room ends.
-func (r *Room) run(c *wsConn) {
+func (r *Room) run(c conn) {
 	defer r.finish()
 	for {
 		cause := r.serve(c)
@@ -204,43 +249,44 @@ func (r *Room) finish() {
 // serve runs one connection: it starts its reader and writer, sends PING
 // every Heartbeat, and kills the connection after SilenceTimeout without a
 // message. It returns the cause once reader and writer have exited.
-func (r *Room) serve(c *wsConn) error {
-	c.wg.Add(2)
-	go c.writeLoop()
-	go r.readLoop(c)
+func (r *Room) serve(c conn) error {
+	c.start(func(msg []byte) error { return r.handle(c, msg) })
 	t := time.NewTicker(r.cfg.Heartbeat)
 	r.ping(c)
 loop:
 	for {
 		select {
 		case <-t.C:
-			silent := r.cfg.Now().Sub(time.Unix(0, c.lastRecv.Load()))
+			silent := r.cfg.Now().Sub(time.Unix(0, c.lastRecv()))
 			if silent >= r.cfg.SilenceTimeout && !r.delivering.Load() {
 				c.kill(ErrSilence)
 				continue
 			}
 			r.ping(c)
-		case <-c.done:
+		case <-c.done():
 			break loop
 		case <-r.ctx.Done():
 			c.kill(ErrClosed)
 		}
 	}
 	t.Stop()
-	c.wg.Wait()
+	c.wait()
 	r.setConn(nil)
 	return c.cause()
 }
 
 // setConn makes c the connection the send methods use.
-func (r *Room) setConn(c *wsConn) {
+func (r *Room) setConn(c conn) {
 	r.mu.Lock()
 	r.conn = c
+	if c != nil {
+		r.transport = c.transport()
+	}
 	r.mu.Unlock()
 }
 
 // ping sends PING(client_ms = now, rtt_ms = the RTT median).
-func (r *Room) ping(c *wsConn) {
+func (r *Room) ping(c conn) {
 	rtt := r.clock.rtt().Milliseconds()
 	_ = c.sendPing(uint64(r.cfg.Now().UnixMilli()), uint32(min(rtt, 1<<32-1)))
 }
@@ -250,7 +296,7 @@ func (r *Room) ping(c *wsConn) {
 // or a connect-ticket error, C1 with the same client_session_id and HELLO,
 // then FRAME_REQ up to the new WELCOME's frame. It returns the new
 // connection and whether it came from a re-join.
-func (r *Room) reconnect(cause error) (*wsConn, bool, error) {
+func (r *Room) reconnect(cause error) (conn, bool, error) {
 	r.mu.Lock()
 	window, haveToken := r.window, len(r.resumeToken) > 0
 	r.mu.Unlock()
@@ -314,7 +360,7 @@ func (r *Room) reconnect(cause error) (*wsConn, bool, error) {
 		switch {
 		case r.ctx.Err() != nil:
 			return nil, false, ErrClosed
-		case errors.Is(err, ErrUnsupportedVersion), isTerminal(err):
+		case errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrUDPUnavailable), isTerminal(err):
 			return nil, false, err
 		case needsRejoin(err):
 			// "重新调 C1 取票后再握手一次;仍失败让业务重新签发加入票据"
@@ -340,27 +386,9 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// readLoop is the reader goroutine of one connection.
-func (r *Room) readLoop(c *wsConn) {
-	defer c.wg.Done()
-	onPing := c.sendPong
-	for {
-		msg, err := c.readMessage(onPing)
-		if err != nil {
-			c.kill(fmt.Errorf("read: %w", err))
-			return
-		}
-		if err := r.handle(c, msg); err != nil {
-			c.kill(err)
-			return
-		}
-		c.lastRecv.Store(r.cfg.Now().UnixNano())
-	}
-}
-
 // handle processes one message from the node. It returns an error that ends
 // the connection: a node ERROR.
-func (r *Room) handle(c *wsConn, msg []byte) error {
+func (r *Room) handle(c conn, msg []byte) error {
 	t, err := roomwire.Peek(msg)
 	if err != nil {
 		if !errors.Is(err, roomwire.ErrUnknownType) { // unknown types are ignored
@@ -447,7 +475,7 @@ func (r *Room) handle(c *wsConn, msg []byte) error {
 
 // pushFrames hands FRAME or FRAME_BATCH frames to the assembler and sends
 // the FRAME_REQ it asks for.
-func (r *Room) pushFrames(c *wsConn, frames []roomwire.TickFrame) {
+func (r *Room) pushFrames(c conn, frames []roomwire.TickFrame) {
 	if req, ok := r.asm.Push(frames, r.deliverFn); ok {
 		if c.sendFrameReq(req) == nil {
 			r.stats.frameReqs.Add(1)

@@ -41,11 +41,12 @@ type wsConn struct {
 	ctl [ws.MaxControlFramePayloadSize]byte
 	msg []byte
 
-	lastRecv atomic.Int64 // Config.Now of the last message handled, Unix ns
+	now    func() time.Time
+	recvAt atomic.Int64 // Config.Now of the last message handled, Unix ns
 
-	wake chan struct{} // capacity 1: the queue has bytes or closing is set
-	done chan struct{} // closed by kill
-	wg   sync.WaitGroup
+	wake   chan struct{} // capacity 1: the queue has bytes or closing is set
+	doneCh chan struct{} // closed by kill
+	wg     sync.WaitGroup
 
 	mu      sync.Mutex // guards the fields below
 	pending []byte     // framed, masked messages for the writer
@@ -74,15 +75,16 @@ func dialNode(ctx context.Context, cfg *Config, wsURL string, hs []byte) (*wsCon
 		maxMessage:   cfg.MaxMessageSize,
 		maxQueue:     cfg.MaxSendQueueBytes,
 		writeTimeout: cfg.WriteTimeout,
+		now:          cfg.Now,
 		wake:         make(chan struct{}, 1),
-		done:         make(chan struct{}),
+		doneCh:       make(chan struct{}),
 	}
 	w, err := c.handshake(ctx, cfg.HandshakeTimeout, hs)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err
 	}
-	c.lastRecv.Store(cfg.Now().UnixNano())
+	c.recvAt.Store(cfg.Now().UnixNano())
 	return c, w, nil
 }
 
@@ -330,7 +332,7 @@ func (c *wsConn) writeLoop() {
 	for {
 		select {
 		case <-c.wake:
-		case <-c.done:
+		case <-c.doneCh:
 			return
 		}
 		c.mu.Lock()
@@ -367,7 +369,7 @@ func (c *wsConn) kill(err error) {
 	}
 	c.dead = true
 	c.err = err
-	close(c.done)
+	close(c.doneCh)
 	c.mu.Unlock()
 	c.nc.Close()
 }
@@ -378,3 +380,33 @@ func (c *wsConn) cause() error {
 	defer c.mu.Unlock()
 	return c.err
 }
+
+// start starts the reader and the writer.
+func (c *wsConn) start(handle func(msg []byte) error) {
+	c.wg.Add(2)
+	go c.writeLoop()
+	go c.readLoop(handle)
+}
+
+// readLoop is the reader goroutine.
+func (c *wsConn) readLoop(handle func(msg []byte) error) {
+	defer c.wg.Done()
+	onPing := c.sendPong
+	for {
+		msg, err := c.readMessage(onPing)
+		if err != nil {
+			c.kill(fmt.Errorf("read: %w", err))
+			return
+		}
+		if err := handle(msg); err != nil {
+			c.kill(err)
+			return
+		}
+		c.recvAt.Store(c.now().UnixNano())
+	}
+}
+
+func (c *wsConn) wait()                 { c.wg.Wait() }
+func (c *wsConn) done() <-chan struct{} { return c.doneCh }
+func (c *wsConn) lastRecv() int64       { return c.recvAt.Load() }
+func (c *wsConn) transport() string     { return TransportWS }

@@ -25,12 +25,15 @@ func newBenchRoomsCmd() *cobra.Command {
 	var metrics string
 	cmd := &cobra.Command{
 		Use:   "rooms",
-		Short: "Fill lockstep rooms with bots over WebSocket and measure",
+		Short: "Fill lockstep rooms with bots over WebSocket or UDP and measure",
 		Long: `bench rooms creates --rooms rooms of --players seats at --tick Hz on a
 running server, joins a bot to every seat (the same Go SDK games use), and once
 all have joined measures for --duration: players connected, frames/s delivered,
 input→frame latency, and — from the server's /metrics — tick lateness and server
-CPU. switchboard dev allows one machine thousands of logins a second; a
+CPU. --transport udp uses the encrypted UDP channel (bots share sockets with
+batched I/O, and never fall back to WebSocket); --loss and --jitter then drop
+and delay its datagrams both ways through an impairment proxy in front of the
+node. switchboard dev allows one machine thousands of logins a second; a
 server started with serve control needs --login-rate -1 for that. It exits non-zero when a player failed to join or play,
 or frames arrived out of order, and prints the reasons, counted. See
 docs/benchmarks.md.`,
@@ -66,6 +69,9 @@ docs/benchmarks.md.`,
 	f.IntVar(&cfg.Tick, "tick", 30, "tick rate, Hz")
 	f.DurationVar(&cfg.Duration, "duration", 30*time.Second, "measured time after every player joined")
 	f.IntVar(&cfg.JoinConcurrency, "join-concurrency", bench.DefaultJoinConcurrency, "players joining at once")
+	f.StringVar(&cfg.Transport, "transport", "ws", "the bots' channel: ws or udp")
+	f.Float64Var(&cfg.Loss, "loss", 0, "UDP only: the fraction of datagrams dropped each way, e.g. 0.02")
+	f.DurationVar(&cfg.Jitter, "jitter", 0, "UDP only: a uniform extra delay in [0, jitter) per datagram")
 	f.StringVar(&metrics, "metrics", "", "the server's metrics URL (default: admin address from --ready-file + /metrics)")
 	return cmd
 }

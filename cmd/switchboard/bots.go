@@ -19,6 +19,9 @@ func newBotsCmd() *cobra.Command {
 	var roomID string
 	var n int
 	var duration time.Duration
+	var transport string
+	var loss float64
+	var jitter time.Duration
 	cmd := &cobra.Command{
 		Use:   "bots --room ROOM -n N",
 		Short: "Join bots to a room: each sends an input every frame and checks frame order",
@@ -26,7 +29,13 @@ func newBotsCmd() *cobra.Command {
 READY, sends an input every frame and checks that frames arrive in order,
 until --duration passes, the command is interrupted or the room is closed. It prints progress every second, and
 exits non-zero when a bot failed (the reasons are printed, counted) or frames
-arrived out of order.`,
+arrived out of order.
+
+--transport auto (the SDK's default) uses the encrypted UDP channel when the
+node offers it and falls back to WebSocket when UDP gets no answer; udp uses
+UDP only, ws WebSocket only. UDP bots share sockets; --loss and --jitter drop
+and delay their datagrams both ways through an impairment proxy in front of
+the node.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if roomID == "" || n < 1 {
@@ -35,6 +44,27 @@ arrived out of order.`,
 			api, be, err := af.client()
 			if err != nil {
 				return err
+			}
+			cfg := roomsConfig(af.tls) // pins dev --tls's certificate
+			if cfg == nil {
+				cfg = &rooms.Config{}
+			}
+			switch transport {
+			case "auto":
+			case rooms.TransportUDP, rooms.TransportWS:
+				cfg.Transport = transport
+			default:
+				return fmt.Errorf("--transport %q: want auto, udp or ws", transport)
+			}
+			if transport == rooms.TransportWS && (loss != 0 || jitter != 0) {
+				return errors.New("--loss and --jitter impair the UDP channel only")
+			}
+			var path *bench.UDPPath
+			if transport != rooms.TransportWS {
+				if path, err = bench.NewUDPPath(n, loss, jitter, nil); err != nil {
+					return err
+				}
+				defer path.Close()
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
@@ -49,8 +79,12 @@ arrived out of order.`,
 			errs := make([]error, n)
 			run := bench.NewRunID()
 			for i := range n {
+				bc := *cfg
+				if path != nil {
+					bc.UDPSocket = path.Socket(i)
+				}
 				b := &bench.Bot{API: api, Backend: be, RoomID: roomID, Username: fmt.Sprintf("bot-%s-%d", run, i),
-					Seat: -1, Latency: &lat, Counters: &cnt, Client: roomsConfig(af.tls)}
+					Seat: -1, Client: &bc, Latency: &lat, Counters: &cnt}
 				wg.Add(1)
 				go func() { defer wg.Done(); errs[i] = b.Run(ctx) }()
 			}
@@ -64,8 +98,8 @@ arrived out of order.`,
 				case <-done:
 					loop = false
 				case <-t.C:
-					fmt.Fprintf(out, "bots %d/%d connected  frames %d  inputs %d  order errors %d  disconnects %d  input→frame p99 %v\n",
-						cnt.Connected.Load(), n, cnt.Frames.Load(), cnt.Inputs.Load(), cnt.OrderErrors.Load(), cnt.Disconnects.Load(), lat.Quantile(0.99))
+					fmt.Fprintf(out, "bots %d/%d connected (%d joined over udp)  frames %d  inputs %d  order errors %d  disconnects %d  input→frame p99 %v\n",
+						cnt.Connected.Load(), n, cnt.JoinedUDP.Load(), cnt.Frames.Load(), cnt.Inputs.Load(), cnt.OrderErrors.Load(), cnt.Disconnects.Load(), lat.Quantile(0.99))
 				}
 			}
 			<-done
@@ -95,5 +129,8 @@ arrived out of order.`,
 	cmd.Flags().StringVar(&roomID, "room", "", "room id")
 	cmd.Flags().IntVarP(&n, "n", "n", 1, "number of bots")
 	cmd.Flags().DurationVar(&duration, "duration", 0, "stop after this long (default: until interrupted or the room ends)")
+	cmd.Flags().StringVar(&transport, "transport", "auto", "auto, udp or ws (see above)")
+	cmd.Flags().Float64Var(&loss, "loss", 0, "UDP only: the fraction of datagrams dropped each way, e.g. 0.02")
+	cmd.Flags().DurationVar(&jitter, "jitter", 0, "UDP only: a uniform extra delay in [0, jitter) per datagram")
 	return cmd
 }

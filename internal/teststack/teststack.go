@@ -53,6 +53,9 @@ type Config struct {
 	// WSURL is the WebSocket URL the node advertises. Empty means
 	// ws://<node listener address> and node.Path.
 	WSURL string
+	// NodeUDP is the listen address of the node's UDP channel, e.g.
+	// "127.0.0.1:0". Empty means the node serves no UDP.
+	NodeUDP string
 	// NodeWait bounds how long [Stack.CreateRoom] retries while the node
 	// has not registered. Zero means DefaultNodeWait.
 	NodeWait time.Duration
@@ -77,6 +80,8 @@ type Stack struct {
 	ServerKey string
 	// NodeAddr is the node listener's address.
 	NodeAddr string
+	// NodeUDP is the node's bound UDP address; empty without Config.NodeUDP.
+	NodeUDP string
 	// HTTP is a client with its own transport; Close closes its idle
 	// connections.
 	HTTP *http.Client
@@ -126,7 +131,7 @@ func Start(ctx context.Context, dir string, cfg Config) (*Stack, error) {
 			Control: control.Config{LoginRate: -1, JoinRate: -1},
 		},
 		Node: system.NodeConfig{
-			Addr: "127.0.0.1:0", Listener: cfg.NodeListener, ID: cfg.NodeID, PublicURL: cfg.WSURL,
+			Addr: "127.0.0.1:0", Listener: cfg.NodeListener, ID: cfg.NodeID, PublicURL: cfg.WSURL, UDPAddr: cfg.NodeUDP,
 			Node: node.Config{Rooms: roomengine.Config{Retention: cfg.Retention}},
 		},
 		NATS:   system.NATSConfig{Addr: "127.0.0.1:0"},
@@ -148,6 +153,7 @@ func Start(ctx context.Context, dir string, cfg Config) (*Stack, error) {
 	tr := &http.Transport{}
 	s := &Stack{
 		API: ready.API, ServerKey: cfg.ServerKey, System: sys, RelayUDP: ready.RelayUDP, RelayWS: ready.RelayWS,
+		NodeUDP:  ready.NodeUDP,
 		HTTP:     &http.Client{Transport: tr, Timeout: DefaultHTTPTimeout},
 		nodeWait: cfg.NodeWait, tr: tr,
 	}

@@ -1,0 +1,463 @@
+package rooms
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboardgg/switchboard/internal/impair"
+	"github.com/switchboardgg/switchboard/internal/sealed"
+	"github.com/switchboardgg/switchboard/protocol/roomudp"
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
+)
+
+// setupUDP is setup with a fake UDP node that C1 points at.
+func setupUDP(t *testing.T, mutate func(*Config)) (*Client, *fakeControl, *fakeNode, *fakeUDPNode, *testClock) {
+	t.Helper()
+	c, fc, node, clk := setup(t, mutate)
+	un := newFakeUDPNode(t)
+	fc.mu.Lock()
+	fc.udp = un.connectFields()
+	fc.mu.Unlock()
+	return c, fc, node, un, clk
+}
+
+func connectUDP(t *testing.T, c *Client) *Room {
+	t.Helper()
+	r, err := c.Connect(t.Context(), "rank-8812", JoinOptions{Ticket: "gtk_1", ClientSessionID: "join-6f2a01b7-468e"})
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestUDPConnectFramesAndSends(t *testing.T) {
+	c, fc, node, un, _ := setupUDP(t, nil)
+	r := connectUDP(t, c)
+	s := un.next()
+	node.expectNoConn()
+
+	if s.hs.Kind != roomwire.KindHello || string(s.hs.Token) != "ticket-1" {
+		t.Errorf("handshake kind %d token %q, want HELLO with ticket-1", s.hs.Kind, s.hs.Token)
+	}
+	if got := fc.joinBodies()[0]["transport"]; got != "udp" {
+		t.Errorf("C1 transport %q, want udp", got)
+	}
+	if got := r.Transport(); got != TransportUDP {
+		t.Errorf("Transport %q, want udp", got)
+	}
+	// The first PING goes on KCP: the node waits for a session datagram.
+	if m := s.recvType(t, roomwire.TypePing); m.unreliable {
+		t.Error("first PING unreliable, want it on KCP")
+	}
+
+	// FRAMEs unreliable (2 lost), the gap filled by FRAME_BATCH on KCP.
+	in := func(seat uint8, s string) roomwire.SeatInput { return roomwire.SeatInput{Seat: seat, Data: []byte(s)} }
+	s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(1, in(1, "x"))}})
+	s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(3), tick(4), tick(5)}})
+	if got := frameNumbers(t, r, 1); !slices.Equal(got, []uint32{1}) {
+		t.Fatalf("frames %v, want [1]", got)
+	}
+	req := s.recvType(t, roomwire.TypeFrameReq)
+	if fr := req.m.(*roomwire.FrameReq); req.unreliable || fr.From != 2 {
+		t.Fatalf("FRAME_REQ %+v unreliable=%v, want from 2 on KCP", fr, req.unreliable)
+	}
+	s.sendReliable(t, &roomwire.FrameBatch{Frames: []roomwire.TickFrame{tick(2), tick(3), tick(4)}})
+	if got, want := frameNumbers(t, r, 4), []uint32{2, 3, 4, 5}; !slices.Equal(got, want) {
+		t.Fatalf("frames %v, want %v", got, want)
+	}
+
+	// INPUT on KCP, CUSTOM unreliable as a single datagram, reliable on KCP.
+	if err := r.SendInput([]byte("go")); err != nil {
+		t.Fatal(err)
+	}
+	m := s.recvType(t, roomwire.TypeInput)
+	if inp := m.m.(*roomwire.Input); m.unreliable || inp.AckFrame != 5 || string(inp.Data) != "go" {
+		t.Errorf("INPUT %+v unreliable=%v, want ack 5 \"go\" on KCP", inp, m.unreliable)
+	}
+	if err := r.SendCustom(2, false, []byte("u")); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.recvType(t, roomwire.TypeCustom); !m.unreliable {
+		t.Error("CUSTOM reliable=false went on KCP")
+	}
+	if err := r.SendCustom(2, true, []byte("r")); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.recvType(t, roomwire.TypeCustom); m.unreliable {
+		t.Error("CUSTOM reliable=true went unreliable")
+	}
+
+	// Events over either channel.
+	s.sendReliable(t, &roomwire.Member{Seat: 1, Username: "bob", Kind: roomwire.MemberOffline})
+	if ev := nextEvent(t, r, EventMember); ev.Seat != 1 || ev.MemberKind != roomwire.MemberOffline {
+		t.Errorf("member event %+v", ev)
+	}
+	s.sendUnreliable(t, &roomwire.Custom{From: 1, To: 1, Data: []byte("hi")})
+	if ev := nextEvent(t, r, EventCustom); string(ev.Data) != "hi" {
+		t.Errorf("custom event %+v", ev)
+	}
+}
+
+func TestUDPLeave(t *testing.T) {
+	c, fc, _, un, _ := setupUDP(t, nil)
+	r := connectUDP(t, c)
+	s := un.next()
+	if err := r.Leave(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.recvType(t, roomwire.TypeLeave); m.unreliable {
+		t.Error("LEAVE unreliable, want KCP")
+	}
+	<-r.Done()
+	if !errors.Is(r.Err(), ErrClosed) {
+		t.Errorf("Err %v, want ErrClosed", r.Err())
+	}
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if fc.leaves != 1 {
+		t.Errorf("C2 calls %d, want 1", fc.leaves)
+	}
+}
+
+func TestUDPHandshakeError(t *testing.T) {
+	c, _, _, un, _ := setupUDP(t, nil)
+	un.setAnswer(func(roomwire.Handshake) roomwire.Message {
+		return &roomwire.Error{Code: roomwire.CodeRoomFull, Message: "full"}
+	})
+	_, err := c.Connect(t.Context(), "rank-8812", JoinOptions{})
+	if !errors.Is(err, ErrRoomFull) {
+		t.Fatalf("Connect: %v, want ErrRoomFull", err)
+	}
+}
+
+// blackHole is a UDP socket that reads and never answers: a path that
+// blocks UDP.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	return pc.LocalAddr().String()
+}
+
+func TestUDPNoAnswerFallsBackToWebSocket(t *testing.T) {
+	c, fc, node, un, _ := setupUDP(t, func(cfg *Config) { cfg.UDPFallback = 300 * time.Millisecond })
+	fc.mu.Lock()
+	fc.udp["udp"] = blackHole(t)
+	fc.mu.Unlock()
+	r, nc := connect(t, c, node, welcome(0, "rt-1"))
+	if string(nc.hs.Token) != "ticket-1" {
+		t.Errorf("WebSocket HELLO token %q, want the same ticket-1", nc.hs.Token)
+	}
+	if r.Transport() != TransportWS || r.Stats().UDPFallbacks != 1 {
+		t.Errorf("transport %q fallbacks %d, want ws after 1", r.Transport(), r.Stats().UDPFallbacks)
+	}
+	_ = un
+}
+
+func TestUDPOnly(t *testing.T) {
+	t.Run("not offered", func(t *testing.T) {
+		c, _, _, _ := setup(t, func(cfg *Config) { cfg.Transport = TransportUDP })
+		_, err := c.Connect(t.Context(), "rank-8812", JoinOptions{})
+		if !errors.Is(err, ErrUDPUnavailable) {
+			t.Fatalf("Connect: %v, want ErrUDPUnavailable", err)
+		}
+	})
+	t.Run("no answer", func(t *testing.T) {
+		c, fc, node, _, _ := setupUDP(t, func(cfg *Config) {
+			cfg.Transport = TransportUDP
+			cfg.HandshakeTimeout = 300 * time.Millisecond
+		})
+		fc.mu.Lock()
+		fc.udp["udp"] = blackHole(t)
+		fc.mu.Unlock()
+		_, err := c.Connect(t.Context(), "rank-8812", JoinOptions{})
+		if !errors.Is(err, ErrUDPUnavailable) {
+			t.Fatalf("Connect: %v, want ErrUDPUnavailable", err)
+		}
+		node.expectNoConn()
+	})
+	t.Run("ws only", func(t *testing.T) {
+		c, fc, node, un, _ := setupUDP(t, func(cfg *Config) { cfg.Transport = TransportWS })
+		r, _ := connect(t, c, node, welcome(0, "rt-1"))
+		if r.Transport() != TransportWS || fc.joinBodies()[0]["transport"] != "ws" {
+			t.Errorf("transport %q, C1 asked %q; want ws both", r.Transport(), fc.joinBodies()[0]["transport"])
+		}
+		select {
+		case <-un.sessions:
+			t.Error("a UDP session with Transport ws")
+		default:
+		}
+	})
+}
+
+func TestUDPResumeAfterSilence(t *testing.T) {
+	c, _, _, un, clk := setupUDP(t, nil)
+	r := connectUDP(t, c)
+	s := un.next()
+	s.recvType(t, roomwire.TypePing)
+	s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(1)}})
+	frameNumbers(t, r, 1)
+
+	s.stop() // the node goes silent on this session
+	clk.Advance(DefaultSilenceTimeout + time.Second)
+	nextEvent(t, r, EventDisconnected)
+	s2 := un.next()
+	if s2.hs.Kind != roomwire.KindResume || string(s2.hs.Token) != "rt-udp" || s2.hs.Resume.LastFrame != 1 {
+		t.Fatalf("handshake kind %d token %q last %d, want RESUME rt-udp from 1", s2.hs.Kind, s2.hs.Token, s2.hs.Resume.LastFrame)
+	}
+	nextEvent(t, r, EventResumed)
+	if s2.conv == s.conv || r.Transport() != TransportUDP {
+		t.Errorf("conv %d after %d, transport %q", s2.conv, s.conv, r.Transport())
+	}
+	s2.sendReliable(t, &roomwire.FrameBatch{Frames: []roomwire.TickFrame{tick(2), tick(3)}})
+	if got := frameNumbers(t, r, 2); !slices.Equal(got, []uint32{2, 3}) {
+		t.Fatalf("frames %v, want [2 3]", got)
+	}
+}
+
+// impairFront serves an impair proxy in front of the fake UDP node.
+func impairFront(t *testing.T, un *fakeUDPNode, cfg impair.Config) (*impair.Proxy, netip.AddrPort) {
+	t.Helper()
+	cfg.Target = un.pc.LocalAddr().String()
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	px, err := impair.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = px.Serve(uc) }()
+	t.Cleanup(func() { px.Close(); <-served })
+	return px, uc.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+func TestUDPSharedSocket(t *testing.T) {
+	sock, err := NewUDPSocket(UDPSocketConfig{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	un := newFakeUDPNode(t)
+	var rs []*Room
+	var ss []*udpSession
+	for range 3 {
+		node := newFakeNode(t)
+		fc := newFakeControl(t, node.url)
+		fc.udp = un.connectFields()
+		cfg := testConfig(t, newTestClock())
+		cfg.UDPSocket = sock
+		c, err := Login(t.Context(), fc.srv.URL, "alice", "auth", cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, connectUDP(t, c))
+		ss = append(ss, un.next())
+	}
+	for i, s := range ss {
+		s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(uint32(10 * (i + 1)))}})
+	}
+	for i, r := range rs {
+		// The WELCOME said frame 0: frames from 1 are requested on KCP.
+		req := ss[i].recvType(t, roomwire.TypeFrameReq).m.(*roomwire.FrameReq)
+		if want := uint32(10*(i+1)) - 1; req.From != 1 || req.To != want {
+			t.Errorf("room %d: FRAME_REQ(%d, %d), want (1, %d): datagrams reached the wrong session", i, req.From, req.To, want)
+		}
+		if r.Transport() != TransportUDP {
+			t.Errorf("room %d on %s", i, r.Transport())
+		}
+	}
+	for _, r := range rs {
+		r.Close()
+	}
+}
+
+func TestUDPForgedAndReplayedDatagramsDropped(t *testing.T) {
+	c, _, _, un, _ := setupUDP(t, nil)
+	r := connectUDP(t, c)
+	s := un.next()
+	uc := r.conn.(*udpConn) // the room is connected: no reconnection runs
+	before := uc.sock.Dropped()
+
+	// A replay of a real datagram, a forgery under the session's conv, and
+	// garbage: each dropped, none delivered.
+	b, _ := roomwire.Append(nil, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(1)}})
+	s.mu.Lock()
+	real, _ := s.sealer.Seal(nil, append([]byte{roomudp.ChannelMessage}, b...))
+	s.mu.Unlock()
+	to := uc.sock.LocalAddr().(*net.UDPAddr).AddrPort()
+	to = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), to.Port())
+	forged := append([]byte(nil), real...)
+	forged[len(forged)-1] ^= 1
+	forged[5+7]++ // a fresh sequence number, so the window does not catch it first
+	for _, d := range [][]byte{real, real, forged, []byte("junk")} {
+		if _, err := un.pc.WriteToUDPAddrPort(d, to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := frameNumbers(t, r, 1); got[0] != 1 {
+		t.Fatalf("frames %v", got)
+	}
+	s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(1), tick(2)}})
+	if got := frameNumbers(t, r, 1); got[0] != 2 {
+		t.Fatalf("frame %v after the forgeries, want 2", got)
+	}
+	if got := uc.sock.Dropped() - before; got != 3 {
+		t.Errorf("dropped %d datagrams, want 3 (replay, forgery, junk)", got)
+	}
+}
+
+func TestUDPRebindAndLoss(t *testing.T) {
+	c, _, _, un, _ := setupUDP(t, func(cfg *Config) { cfg.FrameBuffer = 512 })
+	loss := impair.Faults{Loss: 0.1, Reorder: 0.1, ReorderDelay: 5 * time.Millisecond}
+	px, front := impairFront(t, un, impair.Config{Seed: 1, Up: loss, Down: loss})
+	sock, err := NewUDPSocket(UDPSocketConfig{
+		Logger:   slog.New(slog.DiscardHandler),
+		Redirect: func(netip.AddrPort) netip.AddrPort { return front },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	c.cfg.UDPSocket = sock
+	r := connectUDP(t, c)
+	s := un.next()
+	// 10 % loss each way: frames sent unreliable three at a time, as the
+	// node does; the gaps that remain are filled on KCP, as the node does.
+	in := func(k uint32) roomwire.SeatInput { return roomwire.SeatInput{Seat: 1, Data: []byte{byte(k)}} }
+	var sent atomic.Uint32
+	inputs := make(chan struct{}, 1)
+	answered := make(chan struct{})
+	go func() {
+		defer close(answered)
+		for {
+			var m udpMsg
+			select {
+			case m = <-s.in:
+			case <-r.Done():
+				return
+			}
+			switch m := m.m.(type) {
+			case *roomwire.FrameReq:
+				var batch []roomwire.TickFrame
+				for k := m.From; k <= min(m.To, sent.Load()); k++ {
+					batch = append(batch, tick(k, in(k)))
+				}
+				if len(batch) > 0 {
+					s.sendReliable(t, &roomwire.FrameBatch{Frames: batch})
+				}
+			case *roomwire.Input:
+				select {
+				case inputs <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	serve := func(from, to uint32) {
+		for n := from; n <= to; n++ {
+			var fs []roomwire.TickFrame
+			for k := max(from, n-2); k <= n; k++ {
+				fs = append(fs, tick(k, in(k)))
+			}
+			sent.Store(n)
+			s.sendUnreliable(t, &roomwire.Frame{Frames: fs})
+			time.Sleep(time.Millisecond)
+		}
+	}
+	serve(1, 100)
+	if err := px.Rebind(); err != nil {
+		t.Fatal(err)
+	}
+	serve(101, 200)
+	// The last frames may all be lost: a FRAME of the next three ends it,
+	// sent until the client has them (as the node's ticks would).
+	for i := 0; ; i++ {
+		sent.Store(203)
+		s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(201, in(201)), tick(202, in(202)), tick(203, in(203))}})
+		if r.LastFrame() >= 201 || i > 1000 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := frameNumbers(t, r, 201)
+	for i, n := range got {
+		if n != uint32(i+1) {
+			t.Fatalf("frame %d is %d: frames not gapless and in order", i+1, n)
+		}
+	}
+	// The client's next datagrams come from the new address, and the node
+	// answers there: INPUT still arrives.
+	if err := r.SendInput([]byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, inputs, "INPUT after the rebind")
+	if st := px.Stats(); st.Rebinds != 1 || st.Up.Lost == 0 || st.Down.Lost == 0 {
+		t.Errorf("proxy stats %+v: want a rebind and losses both ways", st)
+	}
+	if r.Stats().Disconnects != 0 {
+		t.Errorf("%d disconnects across the rebind", r.Stats().Disconnects)
+	}
+	r.Close()
+	<-answered
+}
+
+// TestUDPHotPathsAllocateNothing: receiving an unreliable datagram (open in
+// place, queue for the reader) and sealing one (PING, unreliable) allocate
+// nothing in steady state. A connection without goroutines: the
+// measurement must not see a fake node's allocations.
+func TestUDPHotPathsAllocateNothing(t *testing.T) {
+	var key [32]byte
+	s := &UDPSocket{maxQ: 1 << 20, wake: make(chan struct{}, 1)}
+	seal, _ := sealed.NewSealer(key[:], 7)
+	open, _ := sealed.NewOpener(key[:], 7)
+	c := &udpConn{sock: s, conv: 7, sealer: seal, opener: open, mtu: roomudp.DefaultMTU, now: time.Now,
+		wake: make(chan struct{}, 1), doneCh: make(chan struct{})}
+	c.confirm.Store(true)
+	node, _ := sealed.NewSealer(key[:], 7)
+	frame, _ := roomwire.Append(nil, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(1), tick(2), tick(3, roomwire.SeatInput{Seat: 1, Data: []byte("move")})}})
+	var dgs [][]byte
+	for range 102 {
+		d, _ := node.Seal(nil, append([]byte{roomudp.ChannelMessage}, frame...))
+		dgs = append(dgs, d)
+	}
+	buf := make([]byte, 0, 2048)
+	i := 0
+	allocs := testing.AllocsPerRun(100, func() {
+		d := append(buf[:0], dgs[i]...) // input opens in place, as in the read buffer
+		i++
+		if !c.input(d) {
+			t.Fatal("datagram refused")
+		}
+		c.inMu.Lock() // what the reader does
+		c.free = append(c.free, c.in...)
+		c.in = c.in[:0]
+		c.inMu.Unlock()
+	})
+	if allocs != 0 {
+		t.Errorf("receiving an unreliable datagram allocates %v times, want 0", allocs)
+	}
+	allocs = testing.AllocsPerRun(100, func() {
+		if err := c.sendPing(1, 2); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		s.out, s.outMsgs = s.out[:0], s.outMsgs[:0]
+		s.mu.Unlock()
+	})
+	if allocs != 0 {
+		t.Errorf("sending PING unreliable allocates %v times, want 0", allocs)
+	}
+}
