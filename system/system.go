@@ -44,7 +44,8 @@ type System struct {
 	conns  []*backbone.Conn
 	probe  *backbone.Probe // made with the first connection; nil without
 	signer *tokens.Signer
-	wrote  bool // the ready file exists
+	wrote  bool                     // the ready file exists
+	bound  map[string]boundListener // by ready name: bound before any role starts
 
 	wg      sync.WaitGroup // the serve goroutines
 	done    chan struct{}  // closed when a role failed
@@ -53,6 +54,13 @@ type System struct {
 
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// boundListener is a listener bound by bindListeners, to serve, and its
+// bound address.
+type boundListener struct {
+	ln   net.Listener
+	addr string
 }
 
 // server is one listener's serve loop of a role.
@@ -95,6 +103,9 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	s.reg = prometheus.NewRegistry()
 	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := s.loadTLS(); err != nil {
+		return nil, err
+	}
+	if err := s.bindListeners(); err != nil {
 		return nil, err
 	}
 	if err := s.startBackbone(); err != nil {
@@ -186,6 +197,38 @@ func (s *System) listen(name, addr string, given net.Listener, useTLS bool) (net
 		s.ready.TLS = append(s.ready.TLS, name)
 	}
 	return ln, bound, nil
+}
+
+// bindListeners binds the TCP listeners of the roles that run before any
+// role starts, so that an address in use fails Start before a game node
+// registers (and then disappears again).
+func (s *System) bindListeners() error {
+	c := &s.cfg
+	s.bound = map[string]boundListener{}
+	bind := func(name, addr string, given net.Listener) error {
+		ln, bound, err := s.listen(name, addr, given, true)
+		if err != nil {
+			return err
+		}
+		s.bound[name] = boundListener{ln, bound}
+		return nil
+	}
+	if c.Roles&RoleNode != 0 {
+		if err := bind("node_ws", c.Node.Addr, c.Node.Listener); err != nil {
+			return err
+		}
+	}
+	if c.Roles&RoleControl != 0 {
+		if err := bind("api", c.API.Addr, c.API.Listener); err != nil {
+			return err
+		}
+	}
+	if c.Admin.Addr != "" || c.Admin.Listener != nil {
+		if err := bind("admin", c.Admin.Addr, c.Admin.Listener); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scheme returns secure when the system serves TLS, else plain.
@@ -281,10 +324,7 @@ func (s *System) startNode(ctx context.Context) error {
 			return err
 		}
 	}
-	ln, bound, err := s.listen("node_ws", c.Node.Addr, c.Node.Listener, true)
-	if err != nil {
-		return err
-	}
+	ln, bound := s.bound["node_ws"].ln, s.bound["node_ws"].addr
 	s.ready.NodeWS = s.scheme("ws://", "wss://") + bound + node.Path
 	s.ready.NodeID = id
 	bb, db, err := s.connect(ctx, "node")
@@ -332,10 +372,7 @@ func (s *System) startControl(ctx context.Context) error {
 	if c.Admin.Key == "" {
 		c.Admin.Key = key
 	}
-	ln, bound, err := s.listen("api", c.API.Addr, c.API.Listener, true)
-	if err != nil {
-		return err
-	}
+	ln, bound := s.bound["api"].ln, s.bound["api"].addr
 	s.ready.API = s.scheme("http://", "https://") + bound
 	bb, db, err := s.connect(ctx, "control")
 	if err != nil {
@@ -363,10 +400,7 @@ func (s *System) startControl(ctx context.Context) error {
 // admin key never crosses the network in clear.
 func (s *System) startAdmin() error {
 	c := &s.cfg
-	ln, bound, err := s.listen("admin", c.Admin.Addr, c.Admin.Listener, true)
-	if err != nil {
-		return err
-	}
+	ln, bound := s.bound["admin"].ln, s.bound["admin"].addr
 	s.ready.Admin = s.scheme("http://", "https://") + bound
 	h, err := admin.New(admin.Config{Key: c.Admin.Key, Gatherer: s.reg, Health: s.Health})
 	if err != nil {
