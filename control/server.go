@@ -270,13 +270,15 @@ func sitePrefix(r *http.Request) string {
 }
 
 // allowLogin takes a C0 token of the client's address or /64, then one of
-// its /48, and returns the 429 when either has none.
+// its /48, and returns the 429, with the wait for a token, when either has none.
 func (s *Server) allowLogin(c *httpapi.Call) error {
-	if !s.loginLimit.Allow(clientIP(c.R), c.Now) {
-		return httpapi.ErrRateLimited
+	if ok, wait := s.loginLimit.Take(clientIP(c.R), c.Now); !ok {
+		return httpapi.RateLimited(wait)
 	}
-	if p := sitePrefix(c.R); p != "" && !s.prefixLim.Allow(p, c.Now) {
-		return httpapi.ErrRateLimited
+	if p := sitePrefix(c.R); p != "" {
+		if ok, wait := s.prefixLim.Take(p, c.Now); !ok {
+			return httpapi.RateLimited(wait)
+		}
 	}
 	return nil
 }

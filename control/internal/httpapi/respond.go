@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchboardgg/switchboard/api"
 )
@@ -20,6 +22,22 @@ type Error struct {
 	Code    string // error.code
 	Message string // error.message
 	Reason  string // error.details.reason; empty means no details
+	// RetryAfter, when positive, is sent as the Retry-After header, in
+	// whole seconds rounded up.
+	RetryAfter time.Duration
+}
+
+// RateLimited is the 429 rate_limited of a limiter that has a token again
+// after wait (Limiter.Take); its Retry-After is at least 1 second.
+func RateLimited(wait time.Duration) *Error {
+	e := *ErrRateLimited
+	e.RetryAfter = max(wait, time.Second)
+	return &e
+}
+
+// retryAfter is the Retry-After value of e: whole seconds, rounded up.
+func (e *Error) retryAfter() string {
+	return strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10)
 }
 
 func (e *Error) Error() string {
@@ -65,7 +83,8 @@ func NodeUnavailable() *Error {
 	return Unavailable("the room's game node is unavailable", api.ReasonGameNodeUnavailable)
 }
 
-// ErrRateLimited (429) and ErrInternal (500) have fixed messages.
+// ErrRateLimited (429) and ErrInternal (500) have fixed messages; a
+// handler returns [RateLimited], which adds the Retry-After.
 var (
 	ErrRateLimited = &Error{Status: http.StatusTooManyRequests, Code: api.CodeRateLimited, Message: "too many requests"}
 	ErrInternal    = &Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: "internal error"}
