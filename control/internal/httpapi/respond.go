@@ -120,8 +120,9 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // malformed JSON are all 400 invalid_argument, and so is what
 // encoding/json would let through but a strict parser refuses or reads
 // differently (see checkStrict): text that is not UTF-8, an unpaired
-// surrogate escape, a duplicate key, a field name in another case. An
-// empty body decodes as {}.
+// surrogate escape, a duplicate key, a field name in another case, and a
+// body that is not an object (null included, which encoding/json reads as
+// {}). An empty body decodes as {}.
 func DecodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
@@ -133,8 +134,12 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error 
 		}
 		return Invalid("cannot read the request body")
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
 		return nil
+	}
+	if trimmed[0] != '{' {
+		return Invalid("request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
