@@ -138,10 +138,23 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 		}
 		s.wrote = true
 	}
-	s.log.Info("switchboard ready", "roles", cfg.Roles.String(), "api", s.ready.API,
-		"node_ws", s.ready.NodeWS, "node_id", s.ready.NodeID, "admin", s.ready.Admin, "tls", s.tls != nil,
-		"relay_udp", s.ready.RelayUDP, "relay_ws", s.ready.RelayWS)
+	s.log.Info("switchboard ready", s.readyAttrs()...)
 	return s, nil
+}
+
+// readyAttrs are the attributes of the "switchboard ready" line: the
+// roles and the addresses of those that run, none empty.
+func (s *System) readyAttrs() []any {
+	attrs := []any{"roles", s.cfg.Roles.String()}
+	for _, kv := range [][2]string{
+		{"api", s.ready.API}, {"node_ws", s.ready.NodeWS}, {"node_id", s.ready.NodeID},
+		{"admin", s.ready.Admin}, {"relay_udp", s.ready.RelayUDP}, {"relay_ws", s.ready.RelayWS},
+	} {
+		if kv[1] != "" {
+			attrs = append(attrs, kv[0], kv[1])
+		}
+	}
+	return append(attrs, "tls", s.tls != nil)
 }
 
 // loadTLS loads or generates the certificate of the TLS listeners.
