@@ -4,7 +4,7 @@ package api
 type JoinRequest struct {
 	ClientSessionID string `json:"client_session_id"`
 	Ticket          string `json:"ticket,omitempty"`
-	Transport       string `json:"transport,omitempty"` // TransportWS or ""
+	Transport       string `json:"transport,omitempty"` // TransportWS, TransportUDP or "" (ws): the preference
 }
 
 // JoinRoom is the room object of C1's answer.
@@ -24,6 +24,20 @@ type Connect struct {
 	ConnectTicket   string `json:"connect_ticket"` // secret, single use, ConnectTicketTTL
 	ProtocolVersion int    `json:"protocol_version"`
 	ExpiresAt       Time   `json:"expires_at"`
+	// The UDP channel (docs/protocol/rooms-udp.md), set when the room's
+	// node serves it. SessionKey is secret: never log it.
+	UDP        string `json:"udp,omitempty"`         // the node's UDP address, host:port
+	SessionKey string `json:"session_key,omitempty"` // 32 bytes, standard base64
+	KeyID      string `json:"key_id,omitempty"`      // the connect ticket's id, unpadded base64url of 16 bytes
+	// Transport is the channel to try first: TransportUDP when the
+	// request prefers it and the node serves it, else TransportWS.
+	Transport string `json:"transport"`
+}
+
+// String keeps the connect ticket and the session key out of logs and
+// error messages that print a Connect.
+func (c Connect) String() string {
+	return "{node " + c.NodeID + " ws " + c.WSURL + " udp " + c.UDP + " transport " + c.Transport + "}"
 }
 
 // JoinResponse is the answer of C1: 201 for a new seat, 200 for the seat

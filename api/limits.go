@@ -51,6 +51,8 @@ const (
 	MaxPageSize = 200
 	// ConnectTicketTTL is the lifetime of a connect ticket (seed: 60 s).
 	ConnectTicketTTL = 60 * time.Second
-	// TransportWS is the only transport C1 accepts for now.
-	TransportWS = "ws"
+	// TransportWS and TransportUDP are C1's transports: WebSocket, and
+	// the UDP channel of docs/protocol/rooms-udp.md.
+	TransportWS  = "ws"
+	TransportUDP = "udp"
 )

@@ -14,6 +14,8 @@ import (
 // /metrics before and after a run.
 type serverMetrics struct {
 	CPUSeconds float64 // process_cpu_seconds_total
+	RSSBytes   float64 // process_resident_memory_bytes
+	HubRouted  float64 // switchboard_hub_messages_routed_total
 	// Tick lateness histogram of the node, summed over its series.
 	Lateness histogramSnapshot
 	// Tick duration histogram of the node.
@@ -81,6 +83,12 @@ func scrape(ctx context.Context, url string) (serverMetrics, error) {
 	}
 	if f := fams["process_cpu_seconds_total"]; f != nil && len(f.Metric) > 0 {
 		m.CPUSeconds = f.Metric[0].GetCounter().GetValue()
+	}
+	if f := fams["process_resident_memory_bytes"]; f != nil && len(f.Metric) > 0 {
+		m.RSSBytes = f.Metric[0].GetGauge().GetValue()
+	}
+	if f := fams["switchboard_hub_messages_routed_total"]; f != nil && len(f.Metric) > 0 {
+		m.HubRouted = f.Metric[0].GetCounter().GetValue()
 	}
 	m.Lateness = sumHistogram(fams["switchboard_node_tick_lateness_seconds"])
 	m.TickDuration = sumHistogram(fams["switchboard_node_tick_duration_seconds"])

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/switchboardgg/switchboard/backbone"
+	"github.com/switchboardgg/switchboard/control/relayapi"
 	"github.com/switchboardgg/switchboard/control/roomsapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -95,6 +96,11 @@ type Config struct {
 	// Signer signs access tokens and connect tickets with the
 	// deployment's shared signing key (store's signing key). Required.
 	Signer *tokens.Signer
+	// Relay, if not nil, mounts the relay API (package relayapi) at
+	// /relay/v1, /qos/v1 and /server/v1/relay/keys. Its DB, AuthClient,
+	// Metrics, RequestTimeout and MaxRateLimitKeys are control's; a nil
+	// Logger or Now is control's. Nil: no relay API.
+	Relay *relayapi.Config
 	// AllowAnonymous lets C0 log in without an auth_token. False (the
 	// default) answers 401 to such logins.
 	AllowAnonymous bool

@@ -3,7 +3,8 @@
 // player login and renewal (C0), auth tokens, the node list and drain,
 // and /healthz. It mounts the APIs of the pillars beside its own routes:
 // today package roomsapi (C1–C3 and the server room API under
-// /server/v1/game/rooms); /relay/v1 will be mounted the same way. The
+// /server/v1/game/rooms) and package relayapi (Unity Relay's API under
+// /relay/v1 and /qos/v1, relay API keys under /server/v1/relay/keys). The
 // HTTP plumbing they share (endpoint wrapper, error JSON, body decoding,
 // rate limiter, metrics) is control/internal/httpapi. The endpoints, their
 // JSON and their limits are documented in docs/api.md.

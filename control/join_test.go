@@ -2,6 +2,8 @@ package control
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -35,7 +38,7 @@ func TestJoinAnswer(t *testing.T) {
 		t.Errorf("member: %v", m)
 	}
 	c := r.obj("connect")
-	if c["node_id"] != "game-e1" || c["ws_url"] != "wss://game-e1.game.example.com:7001/game/v1/ws" || c["protocol_version"] != 1.0 || len(c) != 5 {
+	if c["node_id"] != "game-e1" || c["ws_url"] != "wss://game-e1.game.example.com:7001/game/v1/ws" || c["protocol_version"] != 1.0 || c["transport"] != "ws" || len(c) != 6 {
 		t.Errorf("connect: %v", c)
 	}
 	if got, want := c["expires_at"], timeJSON(e.clock.Now().Add(60*time.Second)); got != want {
@@ -178,7 +181,72 @@ func TestJoinErrors(t *testing.T) {
 		if n := len(e.getRoom(r).Seats); n != 0 {
 			t.Fatalf("seat kept after node refusal: %d seats", n)
 		}
+		// The session's entry of the room is taken back out.
+		at, err := e.signer.VerifyAccessToken(dave, e.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sess, err := e.db.GetSession(ctx, at.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := sess.Room(r); e != nil {
+			t.Fatalf("session keeps the room the node refused: %+v", e)
+		}
 	})
+}
+
+// TestJoinAfterLogoutElsewhere: C1 does not read the login session that
+// this process wrote at login; a logout by another control process (its
+// own store.DB, its own backbone connection) still ends the session for
+// C1, before the node admits anything, on a first join and on a retry.
+func TestJoinAfterLogoutElsewhere(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	node := e.addNode(store.Node{NodeID: "game-l1"}, true)
+	other, err := store.Open(ctx, e.connect(), store.Config{Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := e.room(map[string]any{"room_id": "logout1", "access": "open"})
+	logoutElsewhere := func(access string) {
+		t.Helper()
+		at, err := e.signer.VerifyAccessToken(access, e.clock.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := other.DeleteSession(ctx, at.SessionID); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// First join after the logout: 401, no seat, no admit.
+	alice := e.login("alice")
+	logoutElsewhere(alice)
+	want(t, e.join(alice, id, "", "csid-logout-1"), http.StatusUnauthorized, "unauthenticated")
+	if n := len(e.getRoom(id).Seats); n != 0 {
+		t.Fatalf("a logged-out session holds a seat: %d seats", n)
+	}
+	if n := len(node.Admits()); n != 0 {
+		t.Fatalf("the node admitted a logged-out session: %d admits", n)
+	}
+
+	// A retry of a join that succeeded, after the logout: 401.
+	bob := e.login("bob")
+	want(t, e.join(bob, id, "", "csid-logout-2"), http.StatusCreated)
+	logoutElsewhere(bob)
+	want(t, e.join(bob, id, "", "csid-logout-2"), http.StatusUnauthorized, "unauthenticated")
+	if n := len(node.Admits()); n != 1 {
+		t.Fatalf("admits: got %d, want 1", n)
+	}
+
+	// A ticket used in a join refused that way is given back.
+	room2 := e.room(map[string]any{"room_id": "logout2"})
+	tk := e.ticket(room2, "carol", -1)
+	carol := e.login("carol")
+	logoutElsewhere(carol)
+	want(t, e.join(carol, room2, tk, "csid-logout-3"), http.StatusUnauthorized, "unauthenticated")
+	want(t, e.join(e.login("carol"), room2, tk, "csid-logout-4"), http.StatusCreated)
 }
 
 func TestJoinFields(t *testing.T) {
@@ -199,7 +267,6 @@ func TestJoinFields(t *testing.T) {
 		{"client_session_id DEL", map[string]any{"client_session_id": "abcdefgh\x7f"}},
 		{"client_session_id non-ASCII", map[string]any{"client_session_id": "abcdefgé"}},
 		{"client_session_id number", map[string]any{"client_session_id": 12345678}},
-		{"transport udp", map[string]any{"client_session_id": "abcdefgh", "transport": "udp"}},
 		{"transport other", map[string]any{"client_session_id": "abcdefgh", "transport": "tcp"}},
 		{"ticket number", map[string]any{"client_session_id": "abcdefgh", "ticket": 5}},
 		{"ticket too long", map[string]any{"client_session_id": "abcdefgh", "ticket": strings.Repeat("g", 300)}},
@@ -213,6 +280,45 @@ func TestJoinFields(t *testing.T) {
 	}
 	// Transport absent means ws; the widest client_session_id alphabet.
 	want(t, e.do("POST", path, access, map[string]any{"client_session_id": "!~" + strings.Repeat("z", 62)}), 201)
+}
+
+// TestJoinUDP: when the node serves UDP, C1 returns its address, the
+// ticket's id as key id and the session key derived from it
+// (docs/protocol/rooms-udp.md §2–3), whatever the preference; transport
+// says which channel to try first.
+func TestJoinUDP(t *testing.T) {
+	e := newEnv(t)
+	e.addNode(store.Node{NodeID: "game-u1", UDPAddr: "[2001:db8::1]:7002"}, true)
+	id := e.room(map[string]any{"access": "open", "max_players": 4})
+	secret := e.signer.Derive(roomudp.SecretLabel)
+	for i, pref := range []string{"udp", "ws", ""} {
+		body := map[string]any{"client_session_id": fmt.Sprintf("join-udp-%d-0000", i)}
+		if pref != "" {
+			body["transport"] = pref
+		}
+		r := e.do("POST", "/client/v1/game/rooms/"+id+"/join", e.login(fmt.Sprintf("u%d", i)), body)
+		want(t, r, http.StatusCreated)
+		c := r.obj("connect")
+		wantT := "ws"
+		if pref == "udp" {
+			wantT = "udp"
+		}
+		if c["udp"] != "[2001:db8::1]:7002" || c["transport"] != wantT || len(c) != 9 {
+			t.Fatalf("prefer %q: connect %v", pref, c)
+		}
+		ct, err := e.signer.VerifyConnectTicket(c["connect_ticket"].(string), e.clock.Now())
+		if err != nil || c["key_id"] != ct.ID {
+			t.Fatalf("key_id %v, ticket id %q, %v", c["key_id"], ct.ID, err)
+		}
+		kid, err := roomudp.ParseKeyID(ct.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := roomudp.SessionKey(&secret, kid)
+		if c["session_key"] != base64.StdEncoding.EncodeToString(k[:]) {
+			t.Fatalf("session_key is not the one the node derives")
+		}
+	}
 }
 
 // TestJoinRace sends C1 for many login sessions at once: every seat goes

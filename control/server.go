@@ -19,6 +19,7 @@ import (
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/control/relayapi"
 	"github.com/switchboardgg/switchboard/control/roomsapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -39,6 +40,7 @@ type Server struct {
 	loginLimit *httpapi.Limiter // per IPv4 address or IPv6 /64
 	prefixLim  *httpapi.Limiter // per IPv6 /48
 	rooms      *roomsapi.Server
+	relay      *relayapi.Server // nil: Config.Relay is nil
 	handler    http.Handler
 	srv        *http.Server
 }
@@ -94,15 +96,31 @@ func New(cfg Config) (*Server, error) {
 		prefixLim:  httpapi.NewLimiter(cfg.LoginPrefixRate, cfg.LoginPrefixBurst, cfg.MaxRateLimitKeys),
 		rooms:      rooms,
 	}
-	routes := s.routes()
 	names := []string{routeUnmatched}
-	for _, rt := range routes {
+	for _, rt := range s.routes() {
 		names = append(names, rt.Method+" "+rt.Path)
+	}
+	if cfg.Relay != nil {
+		names = append(names, relayapi.RouteNames()...)
 	}
 	if s.metrics, err = httpapi.NewMetrics(cfg.Registerer, names); err != nil {
 		return nil, err
 	}
-	s.handler = s.buildMux(routes)
+	if cfg.Relay != nil {
+		rc := *cfg.Relay
+		rc.DB, rc.AuthClient, rc.Metrics = cfg.DB, s.authClient, s.metrics
+		rc.RequestTimeout, rc.MaxRateLimitKeys = cfg.RequestTimeout, cfg.MaxRateLimitKeys
+		if rc.Logger == nil {
+			rc.Logger = cfg.Logger
+		}
+		if rc.Now == nil {
+			rc.Now = cfg.Now
+		}
+		if s.relay, err = relayapi.New(rc); err != nil {
+			return nil, fmt.Errorf("control: relay API: %w", err)
+		}
+	}
+	s.handler = s.buildMux(s.routes())
 	s.srv = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -116,7 +134,8 @@ func New(cfg Config) (*Server, error) {
 }
 
 // routes is the route table: control's own routes, then those of the
-// APIs it mounts (roomsapi; /relay/v1 will be mounted the same way).
+// APIs it mounts (roomsapi, relayapi's server routes). relayapi's
+// Unity-facing routes are mounted whole at their prefixes (buildMux).
 func (s *Server) routes() []httpapi.Route {
 	const (
 		none   = httpapi.AuthNone
@@ -132,19 +151,24 @@ func (s *Server) routes() []httpapi.Route {
 		{Method: "GET", Path: "/server/v1/nodes", Auth: server, H: s.listNodes},
 		{Method: "POST", Path: "/server/v1/nodes/{node_id}/drain", Auth: server, H: s.drainNode},
 	}
-	return append(own, s.rooms.Routes()...)
+	routes := append(own, s.rooms.Routes()...)
+	if s.relay != nil {
+		routes = append(routes, s.relay.Routes()...)
+	}
+	return routes
 }
 
 // buildMux routes by path with a ServeMux, then by method itself, so that
 // an unknown path is a JSON 404 and a wrong method a JSON 405.
 func (s *Server) buildMux(routes []httpapi.Route) http.Handler {
 	wr := &httpapi.Wrapper{
-		Log:            s.log,
-		Metrics:        s.metrics,
-		RequestTimeout: s.cfg.RequestTimeout,
-		Now:            s.cfg.Now,
-		AuthServer:     s.authServer,
-		AuthClient:     s.authClient,
+		Log:              s.log,
+		Metrics:          s.metrics,
+		RequestTimeout:   s.cfg.RequestTimeout,
+		Now:              s.cfg.Now,
+		AuthServer:       s.authServer,
+		AuthClient:       s.authClient,
+		AuthClientRecent: s.authClientRecent,
 	}
 	mux := http.NewServeMux()
 	byPath := map[string]map[string]http.Handler{}
@@ -172,6 +196,10 @@ func (s *Server) buildMux(routes []httpapi.Route) http.Handler {
 			s.unmatched(w, r, &httpapi.Error{Status: http.StatusMethodNotAllowed, Code: api.CodeInvalidArgument,
 				Message: "method " + r.Method + " not allowed here; allowed: " + strings.Join(allow, ", ")})
 		}))
+	}
+	if s.relay != nil {
+		mux.Handle(relayapi.RelayPrefix, s.relay.Handler())
+		mux.Handle(relayapi.QoSPrefix, s.relay.Handler())
 	}
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.unmatched(w, r, httpapi.NotFound("no such endpoint"))
@@ -201,17 +229,15 @@ func (s *Server) authServer(r *http.Request) error {
 // authClient checks the access token and that its login session still
 // exists (it does not after logout).
 func (s *Server) authClient(ctx context.Context, r *http.Request, now time.Time) (*store.Session, error) {
-	tok, ok := bearer(r)
-	if !ok {
-		return nil, httpapi.Unauthenticated("missing access token")
-	}
-	at, err := s.signer.VerifyAccessToken(tok, now)
-	if errors.Is(err, tokens.ErrExpired) {
-		return nil, httpapi.Unauthenticated("access token expired")
-	}
+	at, err := s.accessToken(r, now)
 	if err != nil {
-		return nil, httpapi.Unauthenticated("invalid access token")
+		return nil, err
 	}
+	return s.readSession(ctx, at, now)
+}
+
+// readSession reads the login session of at and checks that it is live.
+func (s *Server) readSession(ctx context.Context, at tokens.AccessToken, now time.Time) (*store.Session, error) {
 	sess, err := s.db.GetSession(ctx, at.SessionID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, httpapi.Unauthenticated("login session ended")
@@ -219,10 +245,48 @@ func (s *Server) authClient(ctx context.Context, r *http.Request, now time.Time)
 	if err != nil {
 		return nil, err
 	}
-	if sess.Username != at.Username || !now.Before(sess.ExpiresAt) {
+	if !sessionLive(sess, at, now) {
 		return nil, httpapi.Unauthenticated("login session ended")
 	}
 	return sess, nil
+}
+
+// authClientRecent is authClient with this process's copy of the login
+// session when it has one (the one the login on this process wrote):
+// recent reports it, and the handler proves the session still exists by
+// writing it (httpapi.AuthClientRecent). Without a copy, or with one
+// that says the session ended, it reads the session.
+func (s *Server) authClientRecent(ctx context.Context, r *http.Request, now time.Time) (*store.Session, bool, error) {
+	at, err := s.accessToken(r, now)
+	if err != nil {
+		return nil, false, err
+	}
+	if sess, ok := s.db.RecentSession(at.SessionID); ok && sessionLive(sess, at, now) {
+		return sess, true, nil
+	}
+	sess, err := s.readSession(ctx, at, now)
+	return sess, false, err
+}
+
+// accessToken checks the access token of a request.
+func (s *Server) accessToken(r *http.Request, now time.Time) (tokens.AccessToken, error) {
+	tok, ok := bearer(r)
+	if !ok {
+		return tokens.AccessToken{}, httpapi.Unauthenticated("missing access token")
+	}
+	at, err := s.signer.VerifyAccessToken(tok, now)
+	if errors.Is(err, tokens.ErrExpired) {
+		return tokens.AccessToken{}, httpapi.Unauthenticated("access token expired")
+	}
+	if err != nil {
+		return tokens.AccessToken{}, httpapi.Unauthenticated("invalid access token")
+	}
+	return at, nil
+}
+
+// sessionLive reports whether sess is the live login session of at.
+func sessionLive(sess *store.Session, at tokens.AccessToken, now time.Time) bool {
+	return sess.Username == at.Username && now.Before(sess.ExpiresAt)
 }
 
 // bearer returns the credentials of an "Authorization: Bearer" header.
@@ -236,23 +300,8 @@ func bearer(r *http.Request) (string, bool) {
 	return cred, cred != ""
 }
 
-// clientIP is the rate-limit key of C0: the peer address, and for IPv6
-// its /64, the prefix one subscriber or host gets (RFC 6177), so that a
-// client cannot take a new bucket per address of its prefix. An
-// IPv4-mapped IPv6 address counts as the IPv4 address. Proxy headers are
-// not trusted.
-func clientIP(r *http.Request) string {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr // not ip:port (a test's or a unix socket's)
-	}
-	a := ap.Addr().Unmap().WithZone("")
-	if a.Is6() {
-		p, _ := a.Prefix(64)
-		return p.String()
-	}
-	return a.String()
-}
+// clientIP is the rate-limit key of C0: see httpapi.ClientIP.
+func clientIP(r *http.Request) string { return httpapi.ClientIP(r) }
 
 // sitePrefix is the key of the second C0 limiter: the /48 of an IPv6
 // client, a site's prefix (RFC 6177); "" for an IPv4 client.

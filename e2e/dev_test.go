@@ -62,8 +62,17 @@ func firstDifference(a, b *frameLog, n int) string {
 	return "no difference"
 }
 
-// playLockstep joins n bots to roomID and waits until each saw at least
-// frames frames; it checks that all saw the same gapless sequence.
+// playLockstep joins n bots to roomID (an all_ready room) and waits until
+// each saw at least frames frames; it checks that all saw the same gapless
+// sequence.
+//
+// An all_ready room starts once every connected seat is ready: a seat
+// that is not connected yet is not waited for (docs/protocol/rooms.md §6).
+// So no bot says READY before all n are connected, or a bot that connects
+// late (a loaded machine delays it by more than a tick) joins a game in
+// progress and sees frames from its WELCOME's frame on, not from frame 1.
+// To make that order the rule rather than luck, bot i+1 starts only once
+// bot i has connected.
 func playLockstep(t *testing.T, ctx context.Context, api string, be *backend.Client, roomID string, n, frames int) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
@@ -71,10 +80,33 @@ func playLockstep(t *testing.T, ctx context.Context, api string, be *backend.Cli
 	var cnt bench.Counters
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
+	allJoined := make(chan struct{}) // closed when every bot has joined, or one failed to
+	var joinedOnce sync.Once
+	var joinedMu sync.Mutex
+	joined := 0
+	joinedOne := func(err error) {
+		joinedMu.Lock()
+		joined++
+		if joined == n || err != nil {
+			joinedOnce.Do(func() { close(allJoined) })
+		}
+		joinedMu.Unlock()
+	}
+	defer func() { cancel(); wg.Wait() }()
 	for i := range n {
 		logs[i] = new(frameLog)
+		connected := make(chan struct{})
 		b := &bench.Bot{API: api, Backend: be, RoomID: roomID, Username: fmt.Sprintf("p%d-%s", i, roomID),
-			Seat: -1, Counters: &cnt, OnFrame: logs[i].add}
+			Seat: -1, Counters: &cnt, OnFrame: logs[i].add,
+			// Joined runs before the bot's READY: hold it until all joined.
+			Joined: func(err error) {
+				close(connected)
+				joinedOne(err)
+				select {
+				case <-allJoined:
+				case <-ctx.Done():
+				}
+			}}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -82,8 +114,12 @@ func playLockstep(t *testing.T, ctx context.Context, api string, be *backend.Cli
 				errs <- fmt.Errorf("bot %d: %w", i, err)
 			}
 		}()
+		select {
+		case <-connected:
+		case <-ctx.Done():
+			t.Fatalf("bot %d did not join before the deadline", i)
+		}
 	}
-	defer func() { cancel(); wg.Wait() }()
 	for {
 		enough := true
 		for _, l := range logs {

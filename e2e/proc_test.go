@@ -53,6 +53,9 @@ type ready struct {
 	NodeID    string   `json:"node_id"`
 	TLS       []string `json:"tls"`
 	TLSSHA256 string   `json:"tls_fingerprint_sha256"`
+	Hub       string   `json:"hub"`
+	HubID     string   `json:"hub_id"`
+	HubSHA256 string   `json:"hub_tls_fingerprint_sha256"`
 }
 
 // proc is a running switchboard process.

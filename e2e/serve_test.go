@@ -36,7 +36,7 @@ func TestServeRolesAsSeparateProcesses(t *testing.T) {
 	// node for a room.
 	var room *backend.Room
 	for deadline := time.Now().Add(15 * time.Second); ; {
-		room, err = be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "frame", TickRate: new(20), MaxPlayers: new(3), StartMode: "auto"})
+		room, err = be.CreateRoom(ctx, backend.CreateRoomRequest{SyncMode: "frame", TickRate: new(20), MaxPlayers: new(3), StartMode: "all_ready"})
 		if err == nil || time.Now().After(deadline) || !errors.Is(err, rooms.ErrGameNodeUnavailable) {
 			break
 		}

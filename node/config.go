@@ -98,6 +98,10 @@ type Config struct {
 	// WSURL is the WebSocket URL advertised in the registry. Empty means
 	// ws://<address of the first listener>/game/v1/ws.
 	WSURL string
+	// UDPAddr is the UDP address (host:port) advertised in the registry
+	// when node/udp serves this node's rooms; C1 hands it out as
+	// connect.udp. Empty means the node serves no UDP.
+	UDPAddr string
 	// Region and Version are advertised in the registry.
 	Region, Version string
 

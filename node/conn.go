@@ -54,22 +54,11 @@ type conn struct {
 	hdr      [ws.MaxHeaderSize - 2]byte
 	ctl      [ws.MaxControlFramePayloadSize]byte
 	buf      []byte // the message being read, unmasked
-	invalid  int    // invalid messages in a row
 	lastMsg  time.Time
 	deadline time.Time     // when the read deadline was last pushed
 	lim      *rate.Limiter // read budget: every frame, control frames too
 	pongs    *rate.Limiter // pings answered
-	input    roomwire.Input
-	custom   roomwire.Custom
-	req      roomwire.FrameReq
-	snap     roomwire.SnapshotPut
-	ping     roomwire.Ping
-	pong     roomwire.Pong
-	empty    struct {
-		ready roomwire.Ready
-		start roomwire.Start
-		leave roomwire.Leave
-	}
+	d        Dispatcher
 
 	mu sync.Mutex // guards q
 	q  sendQueue
@@ -331,61 +320,12 @@ func (c *conn) readError(err error, handshaken bool) (string, ws.StatusCode) {
 
 // dispatch handles one message after the handshake.
 func (c *conn) dispatch(p []byte) {
-	m := c.s.m
-	t, err := roomwire.Peek(p)
-	if errors.Is(err, roomwire.ErrUnknownType) {
-		m.in[p[0]].Inc() // ignored; neither valid nor invalid
-		return
+	pong, fatal := c.d.Dispatch(p)
+	if pong != nil {
+		c.enqueue(pong, false)
+		pong.Release()
 	}
-	if err == nil {
-		m.in[t].Inc()
-		l := c.link
-		switch t {
-		case roomwire.TypeInput:
-			if err = c.input.Unmarshal(p); err == nil {
-				l.Input(c.input.Data)
-			}
-		case roomwire.TypeFrameReq:
-			if err = c.req.Unmarshal(p); err == nil {
-				l.FrameReq(c.req.From, c.req.To)
-			}
-		case roomwire.TypeCustom:
-			if err = c.custom.Unmarshal(p); err == nil {
-				l.Custom(c.custom.To, c.custom.Reliable, c.custom.Data)
-			}
-		case roomwire.TypeReady:
-			if err = c.empty.ready.Unmarshal(p); err == nil {
-				l.Ready()
-			}
-		case roomwire.TypeStart:
-			err = c.empty.start.Unmarshal(p) // not accepted from clients yet
-		case roomwire.TypeSnapshotPut:
-			if err = c.snap.Unmarshal(p); err == nil {
-				l.SnapshotPut(c.snap.Frame, c.snap.Data)
-			}
-		case roomwire.TypePing:
-			if err = c.ping.Unmarshal(p); err == nil {
-				c.pong.ClientMS, c.pong.ServerMS = c.ping.ClientMS, uint64(c.s.cfg.Now().UnixMilli())
-				if pm, perr := c.s.engine.Encode(&c.pong); perr == nil {
-					c.enqueue(pm, false)
-					pm.Release()
-				}
-			}
-		case roomwire.TypeLeave:
-			if err = c.empty.leave.Unmarshal(p); err == nil {
-				l.Leave()
-			}
-		default: // a node-to-client type, or HELLO/RESUME after the handshake
-			err = errWrongDirection
-		}
-	}
-	if err == nil {
-		c.invalid = 0
-		return
-	}
-	m.invalidMsgs.Inc()
-	c.invalid++
-	if c.invalid >= invalidLimit {
+	if fatal {
 		em := c.s.engine.ErrorMsg(roomwire.CodeProtocolUnsupported, "", nil)
 		c.closeWith(em, ws.StatusNormalClosure, discInvalid)
 		em.Release()

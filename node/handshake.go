@@ -24,47 +24,12 @@ func (c *conn) handshake(p []byte) bool {
 	if s.draining.Load() {
 		return c.reject(roomwire.CodeNodeDraining, nil)
 	}
-	var link *rooms.Link
-	switch hs.Kind {
-	case roomwire.KindHello:
-		now := s.cfg.Now()
-		t, err := s.cfg.Signer.VerifyConnectTicket(string(hs.Token), now)
-		switch {
-		case errors.Is(err, tokens.ErrExpired):
-			return c.reject(roomwire.CodeTicketExpired, err)
-		case err != nil || t.ID == "":
-			return c.reject(roomwire.CodeTicketInvalid, err)
-		case !s.tickets.use(t.ID, t.ExpiresMS, now.UnixMilli()):
-			return c.reject(roomwire.CodeTicketExpired, errTicketUsed)
-		}
-		r := s.engine.Room(t.RoomID)
-		if r == nil {
-			return c.reject(roomwire.CodeRoomNotFound, nil)
-		}
-		c.setExempt(true) // WELCOME
-		link, err = r.Join(t.Seat, t.SessionID, c)
-		c.setExempt(false)
-		if err != nil {
-			return c.reject(rooms.Code(err), err)
-		}
-	case roomwire.KindResume:
-		t, err := s.cfg.Signer.VerifyResumeToken(string(hs.Token))
-		if err != nil {
-			return c.reject(roomwire.CodeResumeRejected, err)
-		}
-		r := s.engine.Room(t.RoomID)
-		if r == nil {
-			return c.reject(roomwire.CodeRoomNotFound, nil)
-		}
-		c.setExempt(true) // WELCOME and the catch-up, bounded by the retention
-		k := rooms.ResumeKey{RoomID: t.RoomID, Seat: t.Seat, SessionID: t.SessionID, Gen: t.Gen}
-		link, err = r.Resume(k, hs.Resume.LastFrame, c)
-		c.setExempt(false)
-		if err != nil {
-			return c.reject(rooms.Code(err), err)
-		}
+	link, code, err := s.seat(hs, "", c, c.setExempt)
+	if err != nil {
+		return c.reject(code, err)
 	}
 	c.link = link
+	c.d = Dispatcher{s: s, link: link}
 	c.bound.Store(true)
 	c.log = c.log.With("room", link.Room().ID(), "seat", link.Seat())
 	c.log.Debug("seated", "resumed", hs.Kind == roomwire.KindResume)
@@ -72,6 +37,68 @@ func (c *conn) handshake(p []byte) bool {
 }
 
 var errTicketUsed = errors.New("node: connect ticket already used")
+
+// seat runs the checks of a parsed handshake and seats p: the room sends
+// WELCOME (and, for a resume, the catch-up) to p before it returns. On
+// failure it returns the ERROR code to answer. ticketID, when not empty,
+// is the id a HELLO's connect ticket must have (node/udp: the key id).
+// exempt brackets what the room sends to p inside the handshake.
+func (s *Server) seat(hs roomwire.Handshake, ticketID string, p rooms.Peer, exempt func(bool)) (*rooms.Link, uint8, error) {
+	var link *rooms.Link
+	switch hs.Kind {
+	case roomwire.KindHello:
+		now := s.cfg.Now()
+		t, err := s.cfg.Signer.VerifyConnectTicket(string(hs.Token), now)
+		switch {
+		case errors.Is(err, tokens.ErrExpired):
+			return nil, roomwire.CodeTicketExpired, err
+		case err != nil || t.ID == "" || (ticketID != "" && t.ID != ticketID):
+			return nil, roomwire.CodeTicketInvalid, errOr(err, errTicketInvalid)
+		case !s.tickets.use(t.ID, t.ExpiresMS, now.UnixMilli()):
+			return nil, roomwire.CodeTicketExpired, errTicketUsed
+		}
+		r := s.engine.Room(t.RoomID)
+		if r == nil {
+			return nil, roomwire.CodeRoomNotFound, errRoomNotHere
+		}
+		exempt(true) // WELCOME
+		link, err = r.Join(t.Seat, t.SessionID, p)
+		exempt(false)
+		if err != nil {
+			return nil, rooms.Code(err), err
+		}
+	case roomwire.KindResume:
+		t, err := s.cfg.Signer.VerifyResumeToken(string(hs.Token))
+		if err != nil {
+			return nil, roomwire.CodeResumeRejected, err
+		}
+		r := s.engine.Room(t.RoomID)
+		if r == nil {
+			return nil, roomwire.CodeRoomNotFound, errRoomNotHere
+		}
+		exempt(true) // WELCOME and the catch-up, bounded by the retention
+		k := rooms.ResumeKey{RoomID: t.RoomID, Seat: t.Seat, SessionID: t.SessionID, Gen: t.Gen}
+		link, err = r.Resume(k, hs.Resume.LastFrame, p)
+		exempt(false)
+		if err != nil {
+			return nil, rooms.Code(err), err
+		}
+	}
+	return link, 0, nil
+}
+
+// errOr returns err, or def when err is nil.
+func errOr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
+}
+
+var (
+	errTicketInvalid = errors.New("node: connect ticket not for this key")
+	errRoomNotHere   = errors.New("node: room not on this node")
+)
 
 // sealResume is the engine's Config.SealResume: the node signs a resume
 // token for k with the deployment's key, and verifies it in [conn.handshake].

@@ -302,6 +302,7 @@ func (s *Server) putNode(ctx context.Context) {
 	err := s.cfg.DB.PutNode(ctx, &store.Node{
 		NodeID:      s.cfg.ID,
 		WSURL:       url,
+		UDPAddr:     s.cfg.UDPAddr,
 		Region:      s.cfg.Region,
 		Rooms:       s.engine.Len(),
 		Connections: int(s.nconns.Load()),

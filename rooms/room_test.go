@@ -126,6 +126,32 @@ func TestStartModes(t *testing.T) {
 			t.Fatalf("only ready seat left online: state %v, want playing", r.State())
 		}
 	})
+	// The e2e flake of TestDevBinaryPlaysAndDrains: a seat that connects
+	// after the connected seats said READY joins a game in progress, even
+	// in a room with seats to spare, and its frames start after its
+	// WELCOME's frame.
+	t.Run("all_ready_late_connect", func(t *testing.T) {
+		h := newHarness(t, nil)
+		rc := frameRoom("r")
+		rc.StartMode = rooms.StartAllReady
+		rc.MaxPlayers = 2
+		r := h.open(rc)
+		l0, p0, _ := h.join(r, 0)
+		l0.Ready()
+		if r.State() != rooms.StatePlaying {
+			t.Fatalf("the only connected seat ready: state %v, want playing", r.State())
+		}
+		h.tick(r)
+		if got := frameNumbers(p0.take()); !slices.Equal(got, []uint32{1}) {
+			t.Fatalf("seat 0 got frames %v, want [1]", got)
+		}
+		// Seat 1 starts after frame 1 (a client delivers from WELCOME.frame
+		// + 1), so the two see different first frames.
+		_, _, w := h.join(r, 1)
+		if w.RoomState != roomwire.StatePlaying || w.Frame != 1 {
+			t.Errorf("late WELCOME: state %d frame %d, want 2 (playing) 1", w.RoomState, w.Frame)
+		}
+	})
 	t.Run("auto", func(t *testing.T) {
 		h := newHarness(t, nil)
 		r := h.open(frameRoom("r"))

@@ -50,6 +50,9 @@ const (
 	DefaultNodeCacheTTL = time.Second
 	// DefaultUpdateTimeout bounds one combined update of a room record.
 	DefaultUpdateTimeout = 5 * time.Second
+	// DefaultRelayTTL is how long relay allocation and join code records
+	// live after their last write (see store/relay.go).
+	DefaultRelayTTL = 12 * time.Hour
 )
 
 // Config configures [Open]. Its zero value works.
@@ -91,6 +94,10 @@ type Config struct {
 	// ([DB.UpdateRoom]), which runs for every caller that joined it,
 	// whatever their own contexts. Zero means DefaultUpdateTimeout.
 	UpdateTimeout time.Duration
+	// RelayTTL is the lifetime of relay allocation and join code records
+	// after their last write; keep it at least relayapi.Config.AllocationTTL.
+	// Zero means DefaultRelayTTL.
+	RelayTTL time.Duration
 	// Now returns the current time (for Node.UpdatedAt and node
 	// staleness). Nil means time.Now.
 	Now func() time.Time
@@ -109,8 +116,9 @@ type DB struct {
 	tickets   *backbone.KV[JoinTicket]
 	nodes     *backbone.KV[Node]
 	config    jetstream.KeyValue
-	roomW     *combiner // the room updates of this process, combined per room
-	nodeCache nodeCache // registry entries read recently
+	relay     relayBuckets // store/relay.go
+	roomW     *combiner    // the room updates of this process, combined per room
+	nodeCache nodeCache    // registry entries read recently
 
 	recentSessions recent[Session] // sessions read or written lately
 	keysListed     atomic.Int64    // room keys listed by ListRooms (for tests)
@@ -154,6 +162,9 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	if cfg.UpdateTimeout <= 0 {
 		cfg.UpdateTimeout = DefaultUpdateTimeout
 	}
+	if cfg.RelayTTL <= 0 {
+		cfg.RelayTTL = DefaultRelayTTL
+	}
 	if cfg.NodeCacheTTL == 0 {
 		cfg.NodeCacheTTL = DefaultNodeCacheTTL
 	}
@@ -178,6 +189,9 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 		{"tickets", "switchboard join tickets", cfg.TicketTTL},
 		{"nodes", "switchboard node registry", cfg.NodeTTL},
 		{"config", "switchboard shared configuration", 0},
+		{"relayallocs", "switchboard relay allocations", cfg.RelayTTL},
+		{"relaycodes", "switchboard relay join codes", cfg.RelayTTL},
+		{"relaykeys", "switchboard relay API keys", 0},
 	}
 	for _, b := range buckets {
 		kv, err := conn.KeyValue(ctx, jetstream.KeyValueConfig{
@@ -202,6 +216,11 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 	db.tickets = backbone.NewKV[JoinTicket](raw["tickets"], kvc("ticket"))
 	db.nodes = backbone.NewKV[Node](raw["nodes"], kvc("node"))
 	db.config = raw["config"]
+	db.relay = relayBuckets{
+		allocs: backbone.NewKV[RelayAllocation](raw["relayallocs"], kvc("relay allocation")),
+		codes:  backbone.NewKV[RelayJoinCode](raw["relaycodes"], kvc("relay join code")),
+		keys:   backbone.NewKV[RelayAPIKey](raw["relaykeys"], kvc("relay API key")),
+	}
 	db.roomW = newCombiner(db)
 	return db, nil
 }

@@ -29,6 +29,9 @@
 //	<prefix>_tickets   hex SHA-256 of the ticket    JoinTicket    Config.TicketTTL (24 h)
 //	<prefix>_nodes     <role>.<node_id>             Node          Config.NodeTTL (15 s)
 //	<prefix>_config    "signing_key"                base64 of 32 bytes  none
+//	<prefix>_relayallocs  hex allocation id (32)    RelayAllocation  Config.RelayTTL (12 h)
+//	<prefix>_relaycodes   join code, upper case     RelayJoinCode    Config.RelayTTL
+//	<prefix>_relaykeys    key id (16 hex)           RelayAPIKey      none
 //
 // The TTL of a bucket counts from a record's last write.
 //

@@ -47,6 +47,18 @@ func (c *recent[T]) take(id string) (*T, uint64, bool) {
 	return e.v, e.rev, ok
 }
 
+// peek returns the copy of id without taking it; clone copies it, under
+// the lock, for the caller to keep.
+func (c *recent[T]) peek(id string, clone func(*T) *T) (*T, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[id]
+	if !ok {
+		return nil, false
+	}
+	return clone(e.v), true
+}
+
 // forget drops the copy of id.
 func (c *recent[T]) forget(id string) {
 	c.mu.Lock()

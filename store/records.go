@@ -297,4 +297,7 @@ type Node struct {
 	StartedAt   time.Time `json:"started_at"`
 	UpdatedAt   time.Time `json:"updated_at"` // set by PutNode
 	Version     string    `json:"version,omitempty"`
+	// BootEpoch is a relay node's boot epoch (a new one at every start):
+	// allocations sealed for another epoch died with that boot.
+	BootEpoch uint64 `json:"boot_epoch,omitempty"`
 }

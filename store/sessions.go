@@ -118,7 +118,9 @@ func (db *DB) GetSession(ctx context.Context, id string) (*Session, error) {
 // It first applies fn to the copy this process last read or wrote of the
 // session (a request reads its session to authenticate, then updates
 // it), and writes it if the session has not changed since; otherwise, or
-// when fn refuses that copy, it reads the session afresh.
+// when fn refuses that copy, it reads the session afresh. So an error of
+// fn is returned only when fn refused the session as read afresh: the
+// session existed then.
 func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*Session) error) (*Session, error) {
 	apply := func(s *Session) error {
 		normalizeSession(s)
@@ -146,6 +148,18 @@ func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*Session) er
 		return nil, err
 	}
 	return s, nil
+}
+
+// RecentSession returns this process's last copy of login session id,
+// without reading the store: the copy [DB.CreateSession],
+// [DB.GetSession] or [DB.UpdateSession] left, which is gone once
+// [DB.DeleteSession] of this process ran or a read found the session
+// missing. The copy may be stale: another process may have changed or
+// deleted the session since. A caller that relies on the session still
+// existing proves it with an [DB.UpdateSession] (a compare-and-set on the
+// copy's revision, which fails and reads afresh if the session changed).
+func (db *DB) RecentSession(id string) (*Session, bool) {
+	return db.recentSessions.peek(id, cloneSession)
 }
 
 func cloneSession(s *Session) *Session {

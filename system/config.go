@@ -7,21 +7,33 @@ import (
 
 	"github.com/switchboardgg/switchboard/control"
 	"github.com/switchboardgg/switchboard/node"
+	"github.com/switchboardgg/switchboard/node/udp"
 )
 
 // Role is a set of the roles one process runs.
 type Role uint
 
-// The roles. Relay and hub will be two more.
+// The roles. Relay will be one more.
 const (
 	// RoleControl serves every HTTP API (client, server, health).
 	RoleControl Role = 1 << iota
 	// RoleNode runs a game node (WebSocket).
 	RoleNode
+	// RoleRelay runs the relay data plane (`switchboard serve relay`, or
+	// `dev --relay`) when RelayConfig has a UDP or WebSocket address, and
+	// registers it in the node registry.
+	RoleRelay
 
-	// AllRoles is every role: what `switchboard dev` runs.
-	AllRoles = RoleControl | RoleNode
+	// AllRoles is every role: what `switchboard dev` runs (the relay only
+	// with --relay or --relay-ws).
+	AllRoles = RoleControl | RoleNode | RoleRelay
 )
+
+// RoleHub runs the P2P hub (TLS); `switchboard dev --hub` adds it.
+const RoleHub Role = 1 << 8
+
+// knownRoles is every role Start knows.
+const knownRoles = AllRoles | RoleHub
 
 // String returns the roles' names joined by "+", such as "control+node".
 func (r Role) String() string {
@@ -29,7 +41,7 @@ func (r Role) String() string {
 	for _, n := range []struct {
 		r    Role
 		name string
-	}{{RoleControl, "control"}, {RoleNode, "node"}} {
+	}{{RoleControl, "control"}, {RoleNode, "node"}, {RoleRelay, "relay"}, {RoleHub, "hub"}} {
 		if r&n.r != 0 {
 			if s != "" {
 				s += "+"
@@ -93,6 +105,8 @@ type Config struct {
 	Admin AdminConfig
 	// Relay configures the relay data plane's listeners; none by default.
 	Relay RelayConfig
+	// Hub configures the P2P hub role (RoleHub).
+	Hub HubConfig
 
 	// ReadyFile, when not empty, receives [Ready] as JSON, written
 	// atomically once every role has started, and is removed by Close.
@@ -170,9 +184,19 @@ type NodeConfig struct {
 	// means ws:// (wss:// with TLS) of the bound address and node.Path.
 	PublicURL string
 	// Node tunes the game node: region, frame retention, limits. Start
-	// sets its ID, WSURL, Version, Signer, DB, Backbone, Logger and
-	// Registerer.
+	// sets its ID, WSURL, UDPAddr, Version, Signer, DB, Backbone, Logger
+	// and Registerer.
 	Node node.Config
+	// UDPAddr is the listen address, HOST:PORT, of the node's UDP
+	// channel (node/udp, docs/protocol/rooms-udp.md). Empty means the
+	// node serves no UDP.
+	UDPAddr string
+	// UDPPublic is the UDP address clients are told (connect.udp). Empty
+	// means the bound address.
+	UDPPublic string
+	// UDP tunes the UDP transport: MTU, timeouts, limits. Start sets its
+	// Node, Signer, Logger and Registerer.
+	UDP udp.Config
 }
 
 // AdminConfig configures the admin listener.
@@ -194,7 +218,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Roles == 0 {
 		c.Roles = AllRoles
 	}
-	if c.Roles&^AllRoles != 0 {
+	if c.Roles&^knownRoles != 0 {
 		return c, fmt.Errorf("%w: unknown roles %d", ErrConfig, uint(c.Roles))
 	}
 	if c.DataDir == "" {

@@ -2,13 +2,16 @@
 // process from a [Config]: the embedded NATS server or the connection to
 // a deployment's, a backbone connection and store per role, the signing
 // key, the control plane (every HTTP API on control's hardened
-// http.Server), the game node, the admin listener, TLS on every TCP
+// http.Server, with the relay REST API), the game node, the relay node
+// (data plane, registry heartbeat, releases to the store; relay.go), the
+// P2P hub, the admin listener, TLS on every TCP
 // listener, the data dir (lock, node id, server key, certificate) and the
 // ready file. It is the only wiring: `switchboard dev`, every `switchboard
 // serve ROLE`, internal/teststack and the end-to-end tests all start a
 // process through [Start], so that a setting means the same everywhere.
-// Relay and hub roles will be one more start function each on the same
-// helpers (listen, connect, serve).
+// The relay and hub roles are one more start function each (startRelay in
+// relay.go, startHub in hub.go) on the same helpers (listen, connect,
+// serve).
 //
 // It owns nothing of the roles' behaviour: control, node and store own
 // that, and system only hands them their configuration, connections and
@@ -18,10 +21,10 @@
 //
 // [Start] locks the data dir (one process per data dir: a second one gets
 // a [*LockedError] naming the owner's pid), binds the TCP listeners of
-// the game node, the API and the admin listener before it starts anything
-// (so that an address in use registers no node), starts every role
-// (the relay binds its own) and returns once all of them serve; only then is the ready
-// file written. [System.Drain] stops the game node first (its players get
+// the game node, the API, the hub and the admin listener before it
+// starts anything (so that an address in use registers no node), starts
+// every role (the relay and the node's UDP socket bind their own) and
+// returns once all of them serve; only then is the ready file written. [System.Drain] stops the game node first (its players get
 // ERROR 10), then the HTTP servers, then closes the rest;
 // [System.Close] closes everything at once. Both remove the ready file
 // and unlock the data dir, and Close is idempotent.
@@ -29,7 +32,8 @@
 // # Goroutines
 //
 // One serve loop per listener (the roles' own goroutines are theirs),
-// and the store's write probe (backbone.Probe), whose last outcome
+// a relay node's registry heartbeat and the writer of its releases to
+// the store, and the store's write probe (backbone.Probe), whose last outcome
 // [System.Health] reports to both /healthz; all tracked and joined by
 // Close. [System.Done] is closed when one of them fails on its own — the
 // probe does when the embedded NATS server keeps a write error until

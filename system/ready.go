@@ -16,6 +16,9 @@ type Ready struct {
 	// NodeWS is the bound game node WebSocket URL, ws:// or wss://, with
 	// node.Path. Clients are told NodeConfig.PublicURL when set.
 	NodeWS string `json:"node_ws,omitempty"`
+	// NodeUDP is the game node's bound UDP address, HOST:PORT, when it
+	// serves UDP. Clients are told NodeConfig.UDPPublic when set.
+	NodeUDP string `json:"node_udp,omitempty"`
 	// RelayUDP is the relay's bound UDP address, HOST:PORT.
 	RelayUDP string `json:"relay_udp,omitempty"`
 	// RelayWS is the relay's WebSocket URL, ws:// or wss://, path "/".
@@ -25,6 +28,13 @@ type Ready struct {
 	// NATS is the NATS URL the roles use; the embedded server's when
 	// NATS is embedded.
 	NATS string `json:"nats,omitempty"`
+	// Hub is the P2P hub's bound TLS address, HOST:PORT.
+	Hub string `json:"hub,omitempty"`
+	// HubID is the hub's node id (tickets name it).
+	HubID string `json:"hub_id,omitempty"`
+	// HubFingerprint is the SHA-256 fingerprint of the hub's certificate
+	// (certs.Fingerprint), for clients that pin it.
+	HubFingerprint string `json:"hub_tls_fingerprint_sha256,omitempty"`
 	// NodeID is the game node's id.
 	NodeID string `json:"node_id,omitempty"`
 	// ServerKey is the server API key, with APIConfig.PublishServerKey

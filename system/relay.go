@@ -1,17 +1,24 @@
 package system
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/switchboardgg/switchboard/control/relayapi"
 	"github.com/switchboardgg/switchboard/relay"
+	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -19,10 +26,22 @@ import (
 // RelayConfig.Secret is empty.
 const RelaySecretFile = "relay-secret"
 
-// RelayConfig configures the relay data plane's listeners (issue 8). The
-// relay runs when UDPAddr or WSAddr is set (`switchboard dev --relay
-// --relay-ws`); its REST API, join codes and registry come with the relay
-// role.
+// Defaults of [RelayConfig].
+const (
+	// DefaultRelayHeartbeat is how often a relay node writes its registry
+	// entry (load, draining); the entry lives store.DefaultNodeTTL.
+	DefaultRelayHeartbeat = 5 * time.Second
+	// DefaultRelayReleaseQueue bounds the releases a relay node has
+	// reported but not yet written to the store; more are dropped (their
+	// records expire with the store's RelayTTL, and a join code's host is
+	// checked at join).
+	DefaultRelayReleaseQueue = 4096
+)
+
+// RelayConfig configures the relay role (issue 8): the data plane's
+// listeners, which run when UDPAddr or WSAddr is set (`switchboard serve
+// relay`, `switchboard dev --relay --relay-ws`), its registry entry, and
+// the relay REST API that the control role mounts.
 type RelayConfig struct {
 	// UDPAddr is the UDP listen address, HOST:PORT (port 0: a free one).
 	// Empty means no UDP listener.
@@ -35,6 +54,17 @@ type RelayConfig struct {
 	// means the secret kept in DataDir/relay-secret, generated there on
 	// first start. Never logged.
 	Secret []byte
+	// PublicUDP, PublicUDP6 and PublicWS are the addresses clients are
+	// given (HOST:PORT, [HOST]:PORT, ws:// or wss:// URL). Empty means the
+	// bound address of that family (refused when bound to all interfaces)
+	// and the WebSocket URL of the ready file.
+	PublicUDP, PublicUDP6, PublicWS string
+	// Heartbeat is the registry write interval. Zero means
+	// DefaultRelayHeartbeat.
+	Heartbeat time.Duration
+	// API configures the relay REST API of the control role; its DB and
+	// Keys are set by Start (the keyring of Secret).
+	API relayapi.Config
 	// Relay tunes the data plane: limits and timeouts, OnRelease. Start
 	// sets its Keys, NodeID (the node id), Logger and Registerer; a zero
 	// BootEpoch is a new one at every start (the Unix time in nanoseconds),
@@ -42,23 +72,37 @@ type RelayConfig struct {
 	Relay relay.Config
 }
 
-// startRelay starts the relay data plane on its UDP and WebSocket
-// listeners, when either is configured.
-func (s *System) startRelay() error {
-	c := &s.cfg
-	if c.Relay.UDPAddr == "" && c.Relay.WSAddr == "" {
-		return nil
+// relayKeyring returns the keyring of the relay secret: RelayConfig.Secret,
+// or the one kept in the data dir.
+func (s *System) relayKeyring() (*tokens.RelayKeyring, error) {
+	if s.relayKeys != nil {
+		return s.relayKeys, nil
 	}
-	secret := c.Relay.Secret
+	secret := s.cfg.Relay.Secret
 	if len(secret) == 0 {
 		var err error
-		if secret, err = relaySecret(c.DataDir); err != nil {
-			return err
+		if secret, err = relaySecret(s.cfg.DataDir); err != nil {
+			return nil, err
 		}
 	}
 	keys, err := tokens.NewRelayKeyring(tokens.RelayKey{ID: 1, Secret: secret})
 	if err != nil {
-		return fmt.Errorf("system: relay: %w", err)
+		return nil, fmt.Errorf("system: relay: %w", err)
+	}
+	s.relayKeys = keys
+	return keys, nil
+}
+
+// startRelay starts the relay data plane on its UDP and WebSocket
+// listeners, when either is configured, and registers the node.
+func (s *System) startRelay(ctx context.Context) error {
+	c := &s.cfg
+	if c.Relay.UDPAddr == "" && c.Relay.WSAddr == "" {
+		return nil
+	}
+	keys, err := s.relayKeyring()
+	if err != nil {
+		return err
 	}
 	id := c.Node.ID
 	if id == "" {
@@ -66,6 +110,11 @@ func (s *System) startRelay() error {
 			return err
 		}
 	}
+	_, db, err := s.connect(ctx, "relay")
+	if err != nil {
+		return err
+	}
+	log := s.log.With("component", "relay", "node_id", id)
 	rc := c.Relay.Relay
 	rc.Keys, rc.NodeID = keys, id
 	if rc.BootEpoch == 0 {
@@ -74,7 +123,9 @@ func (s *System) startRelay() error {
 	if rc.Region == "" {
 		rc.Region = c.Node.Node.Region
 	}
-	rc.Logger = s.log.With("component", "relay", "node_id", id)
+	rel := newReleaser(db, log, rc.OnRelease)
+	rc.OnRelease = rel.report
+	rc.Logger = log
 	rc.Registerer = s.reg
 	r, err := relay.New(rc)
 	if err != nil {
@@ -98,13 +149,202 @@ func (s *System) startRelay() error {
 		}
 		s.ready.RelayWS = s.scheme("ws://", "wss://") + bound + "/"
 	}
-	s.servers = append(s.servers, &server{name: "relay", shutdown: r.Shutdown, close: r.Close})
+	entry, err := s.relayEntry(id, rc)
+	if err != nil {
+		if pc != nil {
+			pc.Close()
+		}
+		return err
+	}
+	reg := &relayRegistry{db: db, log: log, entry: entry, srv: r, max: rc.MaxAllocations,
+		every: c.Relay.Heartbeat, stop: make(chan struct{})}
+	if reg.max == 0 {
+		reg.max = relay.DefaultMaxAllocations
+	}
+	if reg.every <= 0 {
+		reg.every = DefaultRelayHeartbeat
+	}
+	// Closed in this order: the registry entry goes first, so that no
+	// allocation is made for a node that is going away.
+	s.servers = append(s.servers,
+		&server{name: "relay registry", shutdown: reg.drain, close: reg.close},
+		&server{name: "relay", shutdown: r.Shutdown, close: r.Close},
+		&server{name: "relay releases", shutdown: func(context.Context) error { return rel.close() }, close: rel.close})
 	if pc != nil {
 		s.serve("relay udp", func() error { return r.ServePacket(pc) })
 	}
 	if ln != nil {
 		s.serve("relay ws", func() error { return r.Serve(ln) })
 	}
+	s.wg.Go(rel.run)
+	if err := reg.put(ctx); err != nil {
+		return err
+	}
+	s.wg.Go(reg.run)
+	return nil
+}
+
+// relayEntry is the node's registry entry: the public addresses clients
+// are given.
+func (s *System) relayEntry(id string, rc relay.Config) (*store.Node, error) {
+	c := &s.cfg.Relay
+	n := &store.Node{Role: store.RoleRelay, NodeID: id, Region: rc.Region, BootEpoch: rc.BootEpoch,
+		StartedAt: time.Now().UTC(), Version: s.cfg.Version, Addresses: map[string]string{}}
+	if s.ready.RelayUDP != "" {
+		bound := netip.MustParseAddrPort(s.ready.RelayUDP)
+		name := relayapi.AddrUDP
+		if bound.Addr().Unmap().Is6() {
+			name = relayapi.AddrUDP6
+		}
+		if bound.Addr().IsUnspecified() && c.PublicUDP == "" && c.PublicUDP6 == "" {
+			return nil, fmt.Errorf("system: %w: the relay listens on all interfaces (%s): give its public UDP address", ErrConfig, s.ready.RelayUDP)
+		}
+		if !bound.Addr().IsUnspecified() {
+			n.Addresses[name] = netip.AddrPortFrom(bound.Addr().Unmap(), bound.Port()).String()
+		}
+	}
+	for name, v := range map[string]string{relayapi.AddrUDP: c.PublicUDP, relayapi.AddrUDP6: c.PublicUDP6} {
+		if v == "" {
+			continue
+		}
+		ap, err := netip.ParseAddrPort(v)
+		if err != nil || ap.Addr().Unmap().Is4() != (name == relayapi.AddrUDP) {
+			return nil, fmt.Errorf("system: %w: relay public %s address %q", ErrConfig, name, v)
+		}
+		n.Addresses[name] = v
+	}
+	if ws := c.PublicWS; ws != "" {
+		n.Addresses[relayapi.AddrWS] = ws
+	} else if s.ready.RelayWS != "" {
+		n.Addresses[relayapi.AddrWS] = s.ready.RelayWS
+	}
+	return n, nil
+}
+
+// relayRegistry keeps a relay node's registry entry: written at start and
+// every heartbeat with the node's load, marked draining by Drain, deleted
+// by Close.
+type relayRegistry struct {
+	// immutable
+	db    *store.DB
+	log   *slog.Logger
+	srv   *relay.Server
+	max   int
+	every time.Duration
+	stop  chan struct{}
+
+	mu       sync.Mutex
+	entry    *store.Node // guarded by mu
+	closed   bool        // guarded by mu
+	stopOnce sync.Once
+}
+
+func (g *relayRegistry) put(ctx context.Context) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.entry.Load = float64(g.srv.Allocations()) / float64(g.max)
+	if err := g.db.PutNode(ctx, g.entry); err != nil {
+		return fmt.Errorf("system: relay registry: %w", err)
+	}
+	return nil
+}
+
+func (g *relayRegistry) run() {
+	t := time.NewTicker(g.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), g.every)
+			if err := g.put(ctx); err != nil {
+				g.log.Warn("relay heartbeat failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// drain marks the node draining: control makes no new allocation on it.
+func (g *relayRegistry) drain(ctx context.Context) error {
+	g.mu.Lock()
+	g.entry.Draining = true
+	g.mu.Unlock()
+	return g.put(ctx)
+}
+
+// close stops the heartbeat and deletes the entry: the node's join codes
+// die with it.
+func (g *relayRegistry) close() error {
+	g.stopOnce.Do(func() { close(g.stop) })
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil
+	}
+	g.closed = true
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := g.db.DeleteRoleNode(ctx, store.RoleRelay, g.entry.NodeID); err != nil {
+		return fmt.Errorf("system: relay registry: %w", err)
+	}
+	return nil
+}
+
+// releaser writes the releases a relay node reports to the store (the
+// host's join code dies with it), from one goroutine, so that the data
+// plane never waits on the store.
+type releaser struct {
+	db    *store.DB
+	log   *slog.Logger
+	also  func(relay.Release) // the configured OnRelease; nil: none
+	queue chan [16]byte
+	stop  chan struct{}
+	once  sync.Once
+
+	dropped atomic.Int64
+}
+
+func newReleaser(db *store.DB, log *slog.Logger, also func(relay.Release)) *releaser {
+	return &releaser{db: db, log: log, also: also, queue: make(chan [16]byte, DefaultRelayReleaseQueue), stop: make(chan struct{})}
+}
+
+// report is relay.Config.OnRelease: it never blocks.
+func (r *releaser) report(rel relay.Release) {
+	select {
+	case r.queue <- rel.AllocationID:
+	default:
+		r.dropped.Add(1)
+	}
+	if r.also != nil {
+		r.also(rel)
+	}
+}
+
+func (r *releaser) run() {
+	for {
+		select {
+		case <-r.stop:
+			return
+		case id := <-r.queue:
+			if n := r.dropped.Swap(0); n > 0 {
+				r.log.Warn("relay releases not written to the store: queue full", "dropped", n)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := r.db.ReleaseRelayAllocation(ctx, hex.EncodeToString(id[:])); err != nil {
+				r.log.Warn("relay release not written to the store", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+func (r *releaser) close() error {
+	r.once.Do(func() { close(r.stop) })
 	return nil
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboardgg/switchboard/internal/admin"
 	"github.com/switchboardgg/switchboard/internal/certs"
 	"github.com/switchboardgg/switchboard/node"
+	"github.com/switchboardgg/switchboard/node/udp"
 	"github.com/switchboardgg/switchboard/relay"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -38,14 +39,15 @@ type System struct {
 	servers []*server // in drain order: node, api, admin
 
 	// owned by Start, then by Close
-	lock   *dirLock
-	lns    []net.Listener // every listener, closed again by Close
-	emb    *backbone.Embedded
-	conns  []*backbone.Conn
-	probe  *backbone.Probe // made with the first connection; nil without
-	signer *tokens.Signer
-	wrote  bool                     // the ready file exists
-	bound  map[string]boundListener // by ready name: bound before any role starts
+	lock      *dirLock
+	lns       []net.Listener // every listener, closed again by Close
+	emb       *backbone.Embedded
+	conns     []*backbone.Conn
+	probe     *backbone.Probe // made with the first connection; nil without
+	signer    *tokens.Signer
+	relayKeys *tokens.RelayKeyring     // made at first use (relay, control)
+	wrote     bool                     // the ready file exists
+	bound     map[string]boundListener // by ready name: bound before any role starts
 
 	wg      sync.WaitGroup // the serve goroutines
 	done    chan struct{}  // closed when a role failed
@@ -78,7 +80,7 @@ type server struct {
 // everything started is stopped again and every listener in cfg closed.
 func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	s := &System{done: make(chan struct{})}
-	for _, ln := range []net.Listener{cfg.API.Listener, cfg.Node.Listener, cfg.Admin.Listener} {
+	for _, ln := range []net.Listener{cfg.API.Listener, cfg.Node.Listener, cfg.Admin.Listener, cfg.Hub.Listener} {
 		if ln != nil {
 			s.lns = append(s.lns, ln)
 		}
@@ -111,6 +113,11 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	if err := s.startBackbone(); err != nil {
 		return nil, err
 	}
+	if cfg.Roles&RoleRelay != 0 {
+		if err := s.startRelay(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Roles&RoleNode != 0 {
 		if err := s.startNode(ctx); err != nil {
 			return nil, err
@@ -121,8 +128,10 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 			return nil, err
 		}
 	}
-	if err := s.startRelay(); err != nil {
-		return nil, err
+	if cfg.Roles&RoleHub != 0 {
+		if err := s.startHub(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Admin.Addr != "" || cfg.Admin.Listener != nil {
 		if err := s.startAdmin(); err != nil {
@@ -147,8 +156,8 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 func (s *System) readyAttrs() []any {
 	attrs := []any{"roles", s.cfg.Roles.String()}
 	for _, kv := range [][2]string{
-		{"api", s.ready.API}, {"node_ws", s.ready.NodeWS}, {"node_id", s.ready.NodeID},
-		{"admin", s.ready.Admin}, {"relay_udp", s.ready.RelayUDP}, {"relay_ws", s.ready.RelayWS},
+		{"api", s.ready.API}, {"node_ws", s.ready.NodeWS}, {"node_udp", s.ready.NodeUDP}, {"node_id", s.ready.NodeID},
+		{"hub", s.ready.Hub}, {"admin", s.ready.Admin}, {"relay_udp", s.ready.RelayUDP}, {"relay_ws", s.ready.RelayWS},
 	} {
 		if kv[1] != "" {
 			attrs = append(attrs, kv[0], kv[1])
@@ -212,14 +221,14 @@ func (s *System) listen(name, addr string, given net.Listener, useTLS bool) (net
 	return ln, bound, nil
 }
 
-// bindListeners binds the TCP listeners of the roles that run before any
-// role starts, so that an address in use fails Start before a game node
+// bindListeners binds the TCP listeners of the game node, the API, the
+// hub and the admin listener before any role starts, so that an address in use fails Start before a game node
 // registers (and then disappears again).
 func (s *System) bindListeners() error {
 	c := &s.cfg
 	s.bound = map[string]boundListener{}
-	bind := func(name, addr string, given net.Listener) error {
-		ln, bound, err := s.listen(name, addr, given, true)
+	bind := func(name, addr string, given net.Listener, useTLS bool) error {
+		ln, bound, err := s.listen(name, addr, given, useTLS)
 		if err != nil {
 			return err
 		}
@@ -227,17 +236,26 @@ func (s *System) bindListeners() error {
 		return nil
 	}
 	if c.Roles&RoleNode != 0 {
-		if err := bind("node_ws", c.Node.Addr, c.Node.Listener); err != nil {
+		if err := bind("node_ws", c.Node.Addr, c.Node.Listener, true); err != nil {
 			return err
 		}
 	}
 	if c.Roles&RoleControl != 0 {
-		if err := bind("api", c.API.Addr, c.API.Listener); err != nil {
+		if err := bind("api", c.API.Addr, c.API.Listener, true); err != nil {
+			return err
+		}
+	}
+	if c.Roles&RoleHub != 0 { // its own TLS: see startHub
+		addr := c.Hub.Addr
+		if addr == "" {
+			addr = DefaultListenAddr
+		}
+		if err := bind("hub", addr, c.Hub.Listener, false); err != nil {
 			return err
 		}
 	}
 	if c.Admin.Addr != "" || c.Admin.Listener != nil {
-		if err := bind("admin", c.Admin.Addr, c.Admin.Listener); err != nil {
+		if err := bind("admin", c.Admin.Addr, c.Admin.Listener, true); err != nil {
 			return err
 		}
 	}
@@ -314,7 +332,7 @@ func (s *System) connect(ctx context.Context, role string) (*backbone.Conn, *sto
 func (s *System) serve(name string, fn func() error) {
 	s.wg.Go(func() {
 		err := fn()
-		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, node.ErrServerClosed) && !errors.Is(err, relay.ErrServerClosed) {
+		if err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, node.ErrServerClosed) && !errors.Is(err, relay.ErrServerClosed) && !errors.Is(err, udp.ErrClosed) {
 			s.fail(fmt.Errorf("system: %s: %w", name, err))
 		}
 	})
@@ -340,8 +358,19 @@ func (s *System) startNode(ctx context.Context) error {
 	ln, bound := s.bound["node_ws"].ln, s.bound["node_ws"].addr
 	s.ready.NodeWS = s.scheme("ws://", "wss://") + bound + node.Path
 	s.ready.NodeID = id
+	var pc *net.UDPConn
+	if c.Node.UDPAddr != "" {
+		var err error
+		if pc, err = listenUDP(c.Node.UDPAddr); err != nil {
+			ln.Close()
+			return err
+		}
+		s.ready.NodeUDP = pc.LocalAddr().String()
+	}
 	bb, db, err := s.connect(ctx, "node")
 	if err != nil {
+		closeUDP(pc)
+		ln.Close()
 		return err
 	}
 	nc := c.Node.Node
@@ -356,16 +385,62 @@ func (s *System) startNode(ctx context.Context) error {
 	nc.Signer, nc.DB, nc.Backbone = s.signer, db, bb
 	nc.Logger = s.log.With("component", "node", "node_id", id)
 	nc.Registerer = s.reg
+	if pc != nil {
+		nc.UDPAddr = c.Node.UDPPublic
+		if nc.UDPAddr == "" {
+			nc.UDPAddr = s.ready.NodeUDP
+		}
+	}
 	n, err := node.New(nc)
 	if err != nil {
+		closeUDP(pc)
+		ln.Close()
 		return fmt.Errorf("system: %w", err)
 	}
 	s.servers = slices.Insert(s.servers, 0, &server{name: "node", shutdown: n.Shutdown, close: n.Close})
+	var u *udp.Server
+	if pc != nil {
+		uc := c.Node.UDP
+		uc.Node, uc.Signer, uc.Registerer = n, s.signer, s.reg
+		uc.Logger = s.log.With("component", "node_udp", "node_id", id)
+		if u, err = udp.New(uc); err != nil {
+			pc.Close()
+			ln.Close()
+			return fmt.Errorf("system: %w", err)
+		}
+		// After the node in the list: the node's drain sends ERROR 10 on
+		// the sessions' KCP before the socket closes.
+		s.servers = slices.Insert(s.servers, 1, &server{name: "node udp",
+			shutdown: func(context.Context) error { return u.Close() }, close: u.Close})
+	}
 	if err := n.Start(); err != nil {
+		closeUDP(pc)
 		return fmt.Errorf("system: node %s: %w", id, err)
 	}
 	s.serve("node", func() error { return n.Serve(ln) })
+	if u != nil {
+		s.serve("node udp", func() error { return u.Serve(pc) })
+	}
 	return nil
+}
+
+// listenUDP opens the node's UDP socket.
+func listenUDP(addr string) (*net.UDPConn, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("system: %w: node_udp address %q: %v", ErrConfig, addr, err)
+	}
+	pc, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("system: node_udp listener: %w", err)
+	}
+	return pc, nil
+}
+
+func closeUDP(pc *net.UDPConn) {
+	if pc != nil {
+		pc.Close()
+	}
 }
 
 // startControl starts the control role: the HTTP APIs on control's
@@ -396,6 +471,16 @@ func (s *System) startControl(ctx context.Context) error {
 	cc.Logger = s.log.With("component", "control")
 	cc.Registerer = s.reg
 	cc.Health = s.Health
+	relayKeys, err := s.relayKeyring()
+	if err != nil {
+		return err
+	}
+	rc := c.Relay.API
+	rc.Keys = relayKeys
+	cc.Relay = &rc
+	if rc.AllowAnonymous {
+		cc.Logger.Warn("relay allow-anonymous is on: anyone may allocate relay slots without credentials; never in production")
+	}
 	if cc.AllowAnonymous {
 		cc.Logger.Warn("allow-anonymous is on: C0 logs anyone in without an auth token, as any username they choose; never in production")
 	}

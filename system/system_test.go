@@ -18,6 +18,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/switchboardgg/switchboard/internal/kcploop"
+
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
 	"github.com/switchboardgg/switchboard/control"
@@ -25,7 +27,10 @@ import (
 	"github.com/switchboardgg/switchboard/system"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// kcp-go starts its scheduler at init (system imports node/udp).
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(kcploop.KCPSchedulerGoroutine))
+}
 
 var discard = slog.New(slog.DiscardHandler)
 

@@ -9,6 +9,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/switchboardgg/switchboard/internal/kcploop"
+
 	"github.com/switchboardgg/switchboard/client/backend"
 	"github.com/switchboardgg/switchboard/client/rooms"
 	"github.com/switchboardgg/switchboard/client/session"
@@ -16,7 +18,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(kcploop.KCPSchedulerGoroutine)) // kcp-go starts it at init (system imports node/udp)
 }
 
 // startStack starts control and a game node in this process on a real

@@ -15,13 +15,15 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/switchboardgg/switchboard/internal/kcploop"
+
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/client/session"
 	"github.com/switchboardgg/switchboard/internal/teststack"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(kcploop.KCPSchedulerGoroutine)) // kcp-go starts it at init (system imports node/udp)
 }
 
 var discard = slog.New(slog.DiscardHandler)

@@ -15,7 +15,7 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Load generators that drive a running server",
 	}
-	cmd.AddCommand(newBenchRoomsCmd(), newBenchControlCmd(), newBenchRelayCmd(), newBenchRelayTargetCmd())
+	cmd.AddCommand(newBenchRoomsCmd(), newBenchControlCmd(), newBenchRelayCmd(), newBenchRelayTargetCmd(), newBenchP2PCmd())
 	return cmd
 }
 

@@ -31,18 +31,30 @@ func newDevCmd() *cobra.Command {
 		Short: "Run the whole system in one process with an embedded NATS server",
 		Long: `dev runs the control plane, a game node and an embedded NATS server
 (JetStream on disk under --data-dir) in one process, and with --relay and
---relay-ws the relay data plane (its secret kept in --data-dir). Every
+--relay-ws the relay data plane (its secret kept in --data-dir) behind Unity
+Relay's REST API on --api (/relay/v1: an API key from 'switchboard relay keys
+create', an access token, or --relay-allow-anonymous). Every
 listener takes HOST:PORT; port 0 picks a free port, and --ready-file receives the real
 addresses once every role has started. SIGINT or SIGTERM drains and exits;
 SIGHUP reloads the TLS certificate.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.cfg.Roles = system.AllRoles
+			if o.hub {
+				o.cfg.Roles |= system.RoleHub
+				o.cfg.Hub.Hub.AllowAnonymous = o.cfg.API.Control.AllowAnonymous
+			}
 			// A key given by flag or environment stays out of the ready
 			// file and the banner; dev's own key (kept in --data-dir) is
 			// shown, for the tools on this machine.
 			resolveKeys(o)
+			if err := resolveRelay(o); err != nil {
+				return err
+			}
 			o.cfg.API.PublishServerKey = !cmd.Flags().Changed("server-key")
+			if !cmd.Flags().Changed("node-udp") {
+				o.cfg.Node.UDPAddr = o.cfg.Node.Addr // the same port number, over UDP
+			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			return runSystem(ctx, cmd.OutOrStdout(), o)
@@ -51,6 +63,7 @@ SIGHUP reloads the TLS certificate.`,
 	f := cmd.Flags()
 	f.StringVar(&o.cfg.API.Addr, "api", defaultAPIAddr, "HTTP API listen address (client, server, health)")
 	f.StringVar(&o.cfg.Node.Addr, "node", defaultNodeAddr, "game node WebSocket listen address")
+	f.StringVar(&o.cfg.Node.UDPAddr, "node-udp", "", "game node UDP listen address (the encrypted UDP channel) (default: the --node address); empty: WebSocket only")
 	f.StringVar(&o.cfg.Admin.Addr, "admin", defaultAdminAddr, "admin listen address (metrics, pprof); empty disables it")
 	f.StringVar(&o.cfg.NATS.Addr, "nats", defaultNATSAddr, "embedded NATS client listen address")
 	addDataDir(f, o, defaultDataDir)
@@ -58,10 +71,13 @@ SIGHUP reloads the TLS certificate.`,
 	f.BoolVar(&o.cfg.API.Control.AllowAnonymous, "allow-anonymous", false, "accept client logins without an auth token (never in production)")
 	f.BoolVar(&o.tls, "tls", false, "serve https and wss with a self-signed certificate generated into --data-dir (its SHA-256 fingerprint is printed)")
 	f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region the game node serves")
-	f.StringVar(&o.cfg.Relay.UDPAddr, "relay", "", "relay UDP listen address, e.g. 127.0.0.1:7702 (Unity Relay protocol and QoS); empty: no relay")
-	f.StringVar(&o.cfg.Relay.WSAddr, "relay-ws", "", "relay WebSocket listen address, e.g. 127.0.0.1:7703 (wss with --tls); empty: none")
+	addRelayListenFlags(f, o, "")
+	addRelaySecretFlag(f, o)
+	addRelayAPIFlags(f, o)
+	f.BoolVar(&o.hub, "hub", false, "run the P2P hub too (TLS on --hub-addr; --allow-anonymous applies to it as well)")
 	addCommonFlags(f, o)
 	addControlTuning(f, o, devLoginRate, devLoginBurst)
 	addNodeTuning(f, o)
+	addHubFlags(f, o, "hub-addr")
 	return cmd
 }

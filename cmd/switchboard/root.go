@@ -22,7 +22,7 @@ func newRootCmd() *cobra.Command {
 		Version:       buildVersion(), // --version, as the version verb
 	}
 	root.SetVersionTemplate(versionLine())
-	root.AddCommand(newVersionCmd(), newDevCmd(), newServeCmd(), newRoomCmd(), newTicketCmd(), newBotsCmd(), newBenchCmd(), newNodeCmd())
+	root.AddCommand(newVersionCmd(), newDevCmd(), newServeCmd(), newRoomCmd(), newTicketCmd(), newBotsCmd(), newBenchCmd(), newNodeCmd(), newRelayCmd())
 	for _, c := range root.Commands() {
 		refuseUnknownSubcommands(c)
 	}

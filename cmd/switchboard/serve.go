@@ -12,13 +12,14 @@ import (
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve ROLE",
-		Short: "Run one role (control or node) against a NATS cluster",
+		Short: "Run one role (control, node, relay or hub) against a NATS cluster",
 		Long: `serve runs one role of a production deployment. Every process of a
 deployment points at the same NATS cluster (--nats-url, JetStream enabled);
-run as many control and node processes as you need, on as many machines.
+run as many control, node, relay and hub processes as you need, on as many
+machines.
 Each process owns its --data-dir (lock, node id, certificate).`,
 	}
-	cmd.AddCommand(newServeRoleCmd(system.RoleControl), newServeRoleCmd(system.RoleNode))
+	cmd.AddCommand(newServeRoleCmd(system.RoleControl), newServeRoleCmd(system.RoleNode), newServeRoleCmd(system.RoleRelay), newServeRoleCmd(system.RoleHub))
 	return cmd
 }
 
@@ -30,6 +31,16 @@ func newServeRoleCmd(r system.Role) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.cfg.Roles = r
 			resolveKeys(o)
+			if err := resolveRelay(o); err != nil {
+				return err
+			}
+			if r == system.RoleRelay && o.cfg.Relay.UDPAddr == "" && o.cfg.Relay.WSAddr == "" {
+				return errors.New("a relay listener is required: --relay or --relay-ws")
+			}
+			if r == system.RoleRelay && len(o.cfg.Relay.Secret) == 0 {
+				// A secret of its own would open no allocation control seals.
+				return errors.New("the deployment's relay secret is required: --relay-secret-file or $SWITCHBOARD_RELAY_SECRET (the same as control's)")
+			}
 			if r == system.RoleControl && o.cfg.API.ServerKey == "" {
 				return errors.New("a server key is required: --server-key or $SWITCHBOARD_SERVER_KEY")
 			}
@@ -52,11 +63,27 @@ func newServeRoleCmd(r system.Role) *cobra.Command {
 		f.StringVar(&o.cfg.API.ServerKey, "server-key", "", "server API key (default: $SWITCHBOARD_SERVER_KEY; required)")
 		f.BoolVar(&o.cfg.API.Control.AllowAnonymous, "allow-anonymous", false, "accept client logins without an auth token (never in production)")
 		addControlTuning(f, o, control.DefaultLoginRate, control.DefaultLoginBurst)
+		addRelaySecretFlag(f, o)
+		addRelayAPIFlags(f, o)
 	case system.RoleNode:
-		cmd.Short = "Serve a game node (WebSocket)"
+		cmd.Short = "Serve a game node (WebSocket, and UDP with --node-udp)"
 		f.StringVar(&o.cfg.Node.Addr, "node", defaultNodeAddr, "game node WebSocket listen address")
+		f.StringVar(&o.cfg.Node.UDPAddr, "node-udp", "", "game node UDP listen address, e.g. 0.0.0.0:7701 (the encrypted UDP channel); empty: WebSocket only")
 		f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region this node serves (rooms created with a region go to its nodes)")
 		addNodeTuning(f, o)
+	case system.RoleRelay:
+		cmd.Short = "Serve a relay node (Unity Relay protocol over UDP and WebSocket)"
+		addRelayListenFlags(f, o, "127.0.0.1:7702")
+		addRelaySecretFlag(f, o)
+		f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region this relay serves (allocations asking for a region go to its relays)")
+		f.StringVar(&o.cfg.Node.ID, "node-id", "",
+			"this relay's id, unique in the deployment (default: kept in --data-dir, derived from the host name on first start)")
+	case system.RoleHub:
+		cmd.Short = "Serve a P2P hub (TLS; peers come with tickets from the API)"
+		addHubFlags(f, o, "hub")
+		f.StringVar(&o.cfg.Node.ID, "node-id", "",
+			"this hub's id, unique in the deployment (default: kept in --data-dir, derived from the host name on first start)")
+		f.BoolVar(&o.cfg.Hub.Hub.AllowAnonymous, "allow-anonymous", false, "admit peers without a ticket (HELLO ticket \"anonymous:NETWORK\"; never in production)")
 	}
 	return cmd
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control"
+	"github.com/switchboardgg/switchboard/node/udp"
 	"github.com/switchboardgg/switchboard/system"
 )
 
@@ -28,7 +29,9 @@ type systemOptions struct {
 	cfg            system.Config
 	logLevel       string
 	tls            bool // dev --tls
+	hub            bool // dev --hub
 	frameRetention time.Duration
+	relay          relayOptions
 }
 
 // shutdownGrace bounds the drain on SIGINT/SIGTERM.
@@ -111,11 +114,17 @@ func printBanner(w io.Writer, cfg system.Config, r system.Ready) {
 	if r.NodeWS != "" {
 		fmt.Fprintln(w, "  node ws ", r.NodeWS, "(node id "+r.NodeID+")")
 	}
+	if r.NodeUDP != "" {
+		fmt.Fprintln(w, "  node udp", r.NodeUDP)
+	}
 	if r.RelayUDP != "" {
 		fmt.Fprintln(w, "  relay udp", r.RelayUDP)
 	}
 	if r.RelayWS != "" {
 		fmt.Fprintln(w, "  relay ws ", r.RelayWS)
+	}
+	if r.Hub != "" {
+		fmt.Fprintln(w, "  hub     ", r.Hub, "(TLS, sha256 "+r.HubFingerprint+")")
 	}
 	if r.Admin != "" {
 		fmt.Fprintln(w, "  admin   ", r.Admin+"/metrics")
@@ -164,6 +173,10 @@ func addNodeTuning(f *pflag.FlagSet, o *systemOptions) {
 		"this node's id, unique in the deployment (default: kept in --data-dir, derived from the host name on first start)")
 	f.StringVar(&o.cfg.Node.PublicURL, "node-public-url", "",
 		"WebSocket URL clients are told to dial (default: ws:// or wss:// of the node address and /game/v1/ws)")
+	f.StringVar(&o.cfg.Node.UDPPublic, "node-udp-public", "",
+		"UDP address clients are told (connect.udp), HOST:PORT (default: the bound --node-udp address)")
+	f.IntVar(&o.cfg.Node.UDP.MTU, "node-udp-mtu", udp.DefaultMTU,
+		"largest UDP datagram the node sends, in bytes")
 }
 
 // resolveKeys fills the keys given by environment variables.

@@ -2,12 +2,16 @@ package roomsapi
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -15,9 +19,15 @@ import (
 
 // join is C1: POST /client/v1/game/rooms/{room_id}/join. The checks run
 // in the order of rooms spec §4: token (done by the endpoint) → fields →
-// room → ticket → seat → node; then the login session remembers the room
-// and the answer carries a connect ticket. A step that fails undoes what
-// the steps before it wrote (seat, ticket).
+// room → ticket → seat → node; between seat and node the login session
+// records the room (for C3), and the answer carries a connect ticket. A
+// step that fails undoes what the steps before it wrote (seat, ticket,
+// the session's entry).
+//
+// The route authenticates with httpapi.AuthClientRecent: when this
+// process has a copy of the login session (the login ran here), the
+// session is not read; the session's compare-and-set write, before the
+// node admits anyone, proves that it still exists (logout revokes).
 func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 	j, err := s.joinFields(c)
 	if err != nil {
@@ -30,12 +40,16 @@ func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
 		j.undoTicket(ctx, s)
 		return 0, nil, err
 	}
-	node, err := s.joinNode(ctx, j)
-	if err != nil {
+	if err := s.joinSession(ctx, j, c.SessionRecent); err != nil {
 		j.undo(ctx, s)
 		return 0, nil, err
 	}
-	s.joinSession(ctx, j)
+	node, err := s.joinNode(ctx, j)
+	if err != nil {
+		j.undoSession(ctx, s)
+		j.undo(ctx, s)
+		return 0, nil, err
+	}
 	return s.joinAnswer(j, node)
 }
 
@@ -53,6 +67,9 @@ type joinCall struct {
 
 	seat    int
 	created bool // this call took the seat
+
+	recorded  bool               // this call wrote the room into the session
+	prevEntry *store.SessionRoom // the session's entry of the room before, if any
 }
 
 // undoTicket gives back the ticket this call consumed.
@@ -88,8 +105,8 @@ func (s *Server) joinFields(c *httpapi.Call) (*joinCall, error) {
 	if len(j.req.Ticket) > api.MaxTicketLen {
 		return nil, httpapi.Invalid("ticket is longer than %d bytes", api.MaxTicketLen)
 	}
-	if j.req.Transport != "" && j.req.Transport != api.TransportWS {
-		return nil, httpapi.Invalid("transport must be ws")
+	if j.req.Transport != "" && j.req.Transport != api.TransportWS && j.req.Transport != api.TransportUDP {
+		return nil, httpapi.Invalid("transport must be ws or udp")
 	}
 	return j, nil
 }
@@ -199,19 +216,69 @@ func (s *Server) joinNode(ctx context.Context, j *joinCall) (*store.Node, error)
 	return node, nil
 }
 
-// joinSession records the room in the login session, for C3.
-func (s *Server) joinSession(ctx context.Context, j *joinCall) {
+// joinSession records the room in the login session, for C3. When the
+// session is this process's copy (recent), the write is what proves that
+// the session still exists, and its failure fails the join; a session
+// that already recorded the room is read by UpdateSession. Otherwise the endpoint read the
+// session, and only its end fails the join: C3 missing the room is not
+// worth failing a join for.
+func (s *Server) joinSession(ctx context.Context, j *joinCall, recent bool) error {
 	id := j.room.RoomID
-	if _, err := s.db.UpdateSession(ctx, j.sess.SessionID, func(ss *store.Session) error {
-		if e := ss.Room(id); e != nil && !e.Left && e.Seat == j.seat && ss.Rooms[0].RoomID == id {
+	ended := httpapi.Unauthenticated("login session ended")
+	_, err := s.db.UpdateSession(ctx, j.sess.SessionID, func(ss *store.Session) error {
+		j.recorded, j.prevEntry = false, nil
+		e := ss.Room(id)
+		if e != nil && !e.Left && e.Seat == j.seat && ss.Rooms[0].RoomID == id {
 			return errNoChange
 		}
+		if e != nil {
+			prev := *e
+			j.prevEntry = &prev
+		}
 		ss.PutRoom(store.SessionRoom{RoomID: id, Seat: j.seat, Username: j.sess.Username, JoinedAt: j.now.UTC()})
+		j.recorded = true
 		return nil
-	}); err != nil && !errors.Is(err, errNoChange) {
-		// The seat is held and the node admitted it; C3 will miss this
-		// room, which is not worth failing the join for.
-		s.log.Warn("join: record room in session", "room", id, "err", err)
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		j.recorded = false
+		return ended
+	case errors.Is(err, errNoChange):
+		// Nothing to write, decided on the session as read afresh
+		// (UpdateSession retries a refusal of its copy on a read): it
+		// exists.
+		return nil
+	case recent:
+		return err
+	}
+	s.log.Warn("join: record room in session", "room", id, "err", err)
+	return nil
+}
+
+// undoSession takes back the entry joinSession wrote when the node did
+// not admit the seat, restoring the one it replaced.
+func (j *joinCall) undoSession(ctx context.Context, s *Server) {
+	if !j.recorded {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	id := j.room.RoomID
+	_, err := s.db.UpdateSession(ctx, j.sess.SessionID, func(ss *store.Session) error {
+		e := ss.Room(id)
+		if e == nil || e.Left || e.Seat != j.seat || !e.JoinedAt.Equal(j.now.UTC()) {
+			return errNoChange // changed since: leave it
+		}
+		ss.Rooms = slices.DeleteFunc(ss.Rooms, func(e store.SessionRoom) bool { return e.RoomID == id })
+		if j.prevEntry != nil {
+			ss.PutRoom(*j.prevEntry)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNoChange) && !errors.Is(err, store.ErrNotFound) {
+		s.log.Warn("join: take the room back out of the session", "room", id, "err", err)
 	}
 }
 
@@ -219,6 +286,7 @@ func (s *Server) joinSession(ctx context.Context, j *joinCall) {
 // seat the session held.
 func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
 	exp := j.now.Add(api.ConnectTicketTTL)
+	jti := tokens.NewID()
 	ticket, err := s.signer.SignConnectTicket(tokens.ConnectTicket{
 		RoomID:          j.room.RoomID,
 		Seat:            j.seat,
@@ -226,7 +294,7 @@ func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
 		SessionID:       j.sess.SessionID,
 		ClientSessionID: j.req.ClientSessionID,
 		ExpiresMS:       exp.UnixMilli(),
-		ID:              tokens.NewID(),
+		ID:              jti,
 	})
 	if err != nil {
 		return 0, nil, err
@@ -236,6 +304,17 @@ func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
 		status = http.StatusCreated
 	}
 	room := j.room
+	connect := api.Connect{
+		NodeID:          node.NodeID,
+		WSURL:           node.WSURL,
+		ConnectTicket:   ticket,
+		ProtocolVersion: roomwire.Version,
+		ExpiresAt:       api.NewTime(exp),
+		Transport:       api.TransportWS,
+	}
+	if err := s.udpConnect(&connect, node, jti, j.req.Transport); err != nil {
+		return 0, nil, err
+	}
 	return status, &api.JoinResponse{
 		Room: api.JoinRoom{
 			RoomID:                 room.RoomID,
@@ -245,15 +324,29 @@ func (s *Server) joinAnswer(j *joinCall, node *store.Node) (int, any, error) {
 			MaxPlayers:             room.MaxPlayers,
 			ReconnectWindowSeconds: room.ReconnectWindowSeconds,
 		},
-		Member: api.Member{Seat: j.seat, Username: j.sess.Username, Status: store.SeatJoined},
-		Connect: api.Connect{
-			NodeID:          node.NodeID,
-			WSURL:           node.WSURL,
-			ConnectTicket:   ticket,
-			ProtocolVersion: roomwire.Version,
-			ExpiresAt:       api.NewTime(exp),
-		},
+		Member:  api.Member{Seat: j.seat, Username: j.sess.Username, Status: store.SeatJoined},
+		Connect: connect,
 	}, nil
+}
+
+// udpConnect fills the UDP fields of c when the node serves UDP: the
+// session key is derived from the deployment's UDP secret and the connect
+// ticket's id (docs/protocol/rooms-udp.md §3), so the node needs no lookup.
+func (s *Server) udpConnect(c *api.Connect, node *store.Node, jti, prefer string) error {
+	if node.UDPAddr == "" {
+		return nil
+	}
+	kid, err := roomudp.ParseKeyID(jti)
+	if err != nil {
+		return fmt.Errorf("join: connect ticket id as key id: %w", err)
+	}
+	key := roomudp.SessionKey(&s.udpSecret, kid)
+	c.UDP, c.KeyID = node.UDPAddr, jti
+	c.SessionKey = base64.StdEncoding.EncodeToString(key[:])
+	if prefer == api.TransportUDP {
+		c.Transport = api.TransportUDP
+	}
+	return nil
 }
 
 // consumeTicket checks a join ticket for this room and login session and

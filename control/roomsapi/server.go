@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
+	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -130,6 +131,7 @@ type Server struct {
 	db        *store.DB
 	bb        *backbone.Conn
 	signer    *tokens.Signer // signing key: connect tickets
+	udpSecret [32]byte       // from the signing key: UDP session keys (roomudp)
 	joinLimit *httpapi.Limiter
 }
 
@@ -150,6 +152,7 @@ func New(cfg Config) (*Server, error) {
 		db:        cfg.DB,
 		bb:        cfg.Backbone,
 		signer:    cfg.Signer,
+		udpSecret: cfg.Signer.Derive(roomudp.SecretLabel),
 		joinLimit: httpapi.NewLimiter(cfg.JoinRate, cfg.JoinBurst, cfg.MaxRateLimitKeys),
 	}, nil
 }
@@ -158,7 +161,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Routes() []httpapi.Route {
 	const rooms = "/server/v1/game/rooms"
 	return []httpapi.Route{
-		{Method: "POST", Path: "/client/v1/game/rooms/{room_id}/join", Auth: httpapi.AuthClient, H: s.join},
+		{Method: "POST", Path: "/client/v1/game/rooms/{room_id}/join", Auth: httpapi.AuthClientRecent, H: s.join},
 		{Method: "POST", Path: "/client/v1/game/rooms/{room_id}/leave", Auth: httpapi.AuthClient, H: s.leave},
 		{Method: "GET", Path: "/client/v1/game/current", Auth: httpapi.AuthClient, H: s.current},
 		{Method: "POST", Path: rooms, Auth: httpapi.AuthServer, H: s.createRoom},

@@ -56,6 +56,12 @@ type Config struct {
 	// NodeWait bounds how long [Stack.CreateRoom] retries while the node
 	// has not registered. Zero means DefaultNodeWait.
 	NodeWait time.Duration
+	// Relay runs a relay node too (UDP and WebSocket on 127.0.0.1, region
+	// RelayRegion) and lets the relay REST API be called without
+	// credentials, as a local test needs.
+	Relay bool
+	// RelayRegion is the relay node's region. Empty means "local".
+	RelayRegion string
 	// Logger receives every component's logs. Nil means they are
 	// discarded.
 	Logger *slog.Logger
@@ -74,6 +80,9 @@ type Stack struct {
 	HTTP *http.Client
 	// Backend is a game-backend client of control that uses HTTP.
 	Backend *backend.Client
+	// RelayUDP and RelayWS are the relay node's UDP address and WebSocket
+	// URL, with Config.Relay.
+	RelayUDP, RelayWS string
 	// System is the running process, for what the fields above do not
 	// say (Ready, Drain).
 	System *system.System
@@ -101,7 +110,7 @@ func Start(ctx context.Context, dir string, cfg Config) (*Stack, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	sys, err := system.Start(ctx, system.Config{
+	sc := system.Config{
 		Roles:   system.AllRoles,
 		DataDir: dir,
 		API: system.APIConfig{
@@ -114,14 +123,23 @@ func Start(ctx context.Context, dir string, cfg Config) (*Stack, error) {
 		},
 		NATS:   system.NATSConfig{Addr: "127.0.0.1:0"},
 		Logger: cfg.Logger,
-	})
+	}
+	if cfg.Relay {
+		sc.Relay = system.RelayConfig{UDPAddr: "127.0.0.1:0", WSAddr: "127.0.0.1:0"}
+		sc.Relay.API.AllowAnonymous = true
+		sc.Relay.Relay.Region = cfg.RelayRegion
+		if sc.Relay.Relay.Region == "" {
+			sc.Relay.Relay.Region = "local"
+		}
+	}
+	sys, err := system.Start(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("teststack: %w", err)
 	}
 	ready := sys.Ready()
 	tr := &http.Transport{}
 	s := &Stack{
-		API: ready.API, ServerKey: cfg.ServerKey, System: sys,
+		API: ready.API, ServerKey: cfg.ServerKey, System: sys, RelayUDP: ready.RelayUDP, RelayWS: ready.RelayWS,
 		HTTP:     &http.Client{Transport: tr, Timeout: DefaultHTTPTimeout},
 		nodeWait: cfg.NodeWait, tr: tr,
 	}

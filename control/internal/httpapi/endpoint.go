@@ -19,14 +19,24 @@ const (
 	AuthNone   AuthKind = iota
 	AuthServer          // Authorization: Bearer <server api key>
 	AuthClient          // Authorization: Bearer <access token>
+	// AuthClientRecent is AuthClient that takes the login session from
+	// the copy this process has, when it has one, instead of reading it
+	// (Call.SessionRecent). Only for a handler that writes the session
+	// with a compare-and-set before its effects take hold, which proves
+	// the session still exists (logout revokes) or reads it afresh.
+	AuthClientRecent
 )
 
 // Call is one request as a handler sees it.
 type Call struct {
 	W       http.ResponseWriter
 	R       *http.Request
-	Session *store.Session // AuthClient routes only
-	Now     time.Time
+	Session *store.Session // AuthClient and AuthClientRecent routes only
+	// SessionRecent reports that Session is this process's copy of the
+	// login session, not read for this call (AuthClientRecent): the
+	// session may have ended since, which the handler must rule out.
+	SessionRecent bool
+	Now           time.Time
 }
 
 // HandlerFunc answers a request with a status and a value to encode as
@@ -54,11 +64,16 @@ type Wrapper struct {
 	// AuthClient checks the access token of an AuthClient route and
 	// returns its login session.
 	AuthClient func(ctx context.Context, r *http.Request, now time.Time) (*store.Session, error)
+	// AuthClientRecent checks the access token of an AuthClientRecent
+	// route and returns its login session, and whether that is this
+	// process's copy (not read). Nil means AuthClient.
+	AuthClientRecent func(ctx context.Context, r *http.Request, now time.Time) (sess *store.Session, recent bool, err error)
 }
 
 // Endpoint wraps a handler with authentication, a deadline, panic
 // recovery, error JSON, logging and metrics.
 func (wr *Wrapper) Endpoint(name string, auth AuthKind, h HandlerFunc) http.Handler {
+	metrics := wr.Metrics.Route(name)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		status := http.StatusInternalServerError
@@ -70,7 +85,7 @@ func (wr *Wrapper) Endpoint(name string, auth AuthKind, h HandlerFunc) http.Hand
 				wr.Log.Error("handler panic", "route", name, "panic", fmt.Sprint(v))
 				WriteJSON(w, ErrInternal.Status, ErrInternal.Body())
 			}
-			wr.Metrics.Observe(name, status, time.Since(start))
+			metrics.Observe(status, time.Since(start))
 		}()
 		ctx, cancel := context.WithTimeout(r.Context(), wr.RequestTimeout)
 		defer cancel()
@@ -84,6 +99,12 @@ func (wr *Wrapper) Endpoint(name string, auth AuthKind, h HandlerFunc) http.Hand
 			err = wr.AuthServer(r)
 		case AuthClient:
 			c.Session, err = wr.AuthClient(ctx, r, c.Now)
+		case AuthClientRecent:
+			if wr.AuthClientRecent == nil {
+				c.Session, err = wr.AuthClient(ctx, r, c.Now)
+				break
+			}
+			c.Session, c.SessionRecent, err = wr.AuthClientRecent(ctx, r, c.Now)
 		}
 		if err == nil {
 			status, body, err = h(ctx, c)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,21 @@ import (
 type Metrics struct {
 	requests *prometheus.CounterVec   // route, code
 	duration *prometheus.HistogramVec // route
+
+	mu     sync.Mutex
+	routes map[string]*RouteMetrics // guarded by mu
+}
+
+// RouteMetrics are the series of one route, resolved once so that a
+// request does not hash its labels; a nil *RouteMetrics observes
+// nothing.
+type RouteMetrics struct {
+	route    string
+	requests *prometheus.CounterVec
+	duration prometheus.Observer
+
+	mu    sync.RWMutex
+	codes map[int]prometheus.Counter // guarded by mu; at most one per status code
 }
 
 // NewMetrics registers the collectors with reg, with a duration series
@@ -31,6 +47,7 @@ func NewMetrics(reg prometheus.Registerer, routes []string) (*Metrics, error) {
 			Help:    "Time to answer an HTTP request of the control plane, by route.",
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
 		}, []string{"route"}),
+		routes: make(map[string]*RouteMetrics),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.duration} {
 		if err := reg.Register(c); err != nil {
@@ -38,16 +55,54 @@ func NewMetrics(reg prometheus.Registerer, routes []string) (*Metrics, error) {
 		}
 	}
 	for _, r := range routes {
-		m.duration.WithLabelValues(r)
+		m.Route(r)
 	}
 	return m, nil
 }
 
+// Route returns the series of route, creating its duration series.
+func (m *Metrics) Route(route string) *RouteMetrics {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rm := m.routes[route]
+	if rm == nil {
+		rm = &RouteMetrics{route: route, requests: m.requests, duration: m.duration.WithLabelValues(route), codes: make(map[int]prometheus.Counter)}
+		m.routes[route] = rm
+	}
+	return rm
+}
+
 // Observe counts one answered request of route.
 func (m *Metrics) Observe(route string, code int, d time.Duration) {
-	if m == nil {
+	m.Route(route).Observe(code, d)
+}
+
+// Observe counts one answered request of the route.
+func (rm *RouteMetrics) Observe(code int, d time.Duration) {
+	if rm == nil {
 		return
 	}
-	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
-	m.duration.WithLabelValues(route).Observe(d.Seconds())
+	rm.counter(code).Inc()
+	rm.duration.Observe(d.Seconds())
+}
+
+// counter returns the request counter of code. A handler answers a
+// handful of status codes, so the map stays small.
+func (rm *RouteMetrics) counter(code int) prometheus.Counter {
+	rm.mu.RLock()
+	c := rm.codes[code]
+	rm.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+	rm.mu.Lock()
+	defer rm.mu.Unlock()
+	if c = rm.codes[code]; c == nil {
+		c = rm.requests.WithLabelValues(rm.route, strconv.Itoa(code))
+		rm.codes[code] = c
+	}
+	return c
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboardgg/switchboard/api"
@@ -99,20 +100,42 @@ func (e *Error) Body() api.ErrorBody {
 	return b
 }
 
+// The headers of every JSON answer, set without canonicalizing the keys
+// on each request. net/http only reads the value slices.
+var (
+	headerJSON    = []string{"application/json"}
+	headerNoStore = []string{"no-store"}
+	headerNoSniff = []string{"nosniff"}
+)
+
+// jsonBuffers recycles the buffers answers are encoded into; a buffer
+// that grew past maxPooledBuffer is dropped instead.
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBuffer = 64 << 10
+
 // WriteJSON writes v with status. Encoding our own response types cannot
 // fail, so an error here is the client going away and is ignored.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			buf.Reset()
+			jsonBuffers.Put(buf)
+		}
+	}()
+	// Encode writes what Marshal returns, and a newline.
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		status = http.StatusInternalServerError
-		data, _ = json.Marshal(ErrInternal.Body())
+		buf.Reset()
+		_ = json.NewEncoder(buf).Encode(ErrInternal.Body())
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["Content-Type"] = headerJSON
+	h["Cache-Control"] = headerNoStore
+	h["X-Content-Type-Options"] = headerNoSniff
 	w.WriteHeader(status)
-	_, _ = w.Write(append(data, '\n'))
+	_, _ = w.Write(buf.Bytes())
 }
 
 // DecodeBody decodes the JSON object in r's body into v. The body is
@@ -124,7 +147,18 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // body that is not an object (null included, which encoding/json reads as
 // {}). An empty body decodes as {}.
 func DecodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBuffer {
+			buf.Reset()
+			jsonBuffers.Put(buf)
+		}
+	}()
+	if n := r.ContentLength; n > 0 && n <= max {
+		buf.Grow(int(n) + bytes.MinRead) // ReadFrom wants MinRead free to read EOF
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, max))
+	body := buf.Bytes() // decoding copies what it keeps
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {

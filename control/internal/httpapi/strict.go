@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -169,6 +170,28 @@ func duplicate(keys [][]byte) []byte {
 // key names: exactly, or else in another case (encoding/json matches
 // both).
 func fieldNamed(st reflect.Type, key []byte) (name string, exact bool) {
+	for _, n := range jsonNames(st) {
+		if string(key) == n {
+			return n, true
+		}
+		if name == "" && strings.EqualFold(string(key), n) {
+			name = n
+		}
+	}
+	return name, false
+}
+
+// fieldNames caches jsonNames: reflect.Type → []string. Only the request
+// types of the API are decoded, so it stays small.
+var fieldNames sync.Map
+
+// jsonNames returns the JSON names of the exported fields of struct type
+// st, in field order.
+func jsonNames(st reflect.Type) []string {
+	if v, ok := fieldNames.Load(st); ok {
+		return v.([]string)
+	}
+	var names []string
 	for i := range st.NumField() {
 		f := st.Field(i)
 		if !f.IsExported() {
@@ -181,14 +204,10 @@ func fieldNamed(st reflect.Type, key []byte) (name string, exact bool) {
 		case "":
 			n = f.Name
 		}
-		if string(key) == n {
-			return n, true
-		}
-		if name == "" && strings.EqualFold(string(key), n) {
-			name = n
-		}
+		names = append(names, n)
 	}
-	return name, false
+	fieldNames.Store(st, names)
+	return names
 }
 
 // quoteName quotes a key for an error message, cut to 64 bytes.

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboardgg/switchboard/bench"
+)
+
+func newBenchP2PCmd() *cobra.Command {
+	var cfg bench.P2PConfig
+	var readyFile, metrics string
+	cmd := &cobra.Command{
+		Use:   "p2p",
+		Short: "Pairs of peers echoing messages through a P2P hub over TLS",
+		Long: `bench p2p connects --peers peers to a running hub over TLS, speaking the
+wire protocol directly (so that the bench is not the limit), as anonymous peers
+of one network: the hub must run with --allow-anonymous, and with its per-peer
+limits off for the bench (--hub-peer-rate -1 --hub-peer-bandwidth -1
+--hub-network-bandwidth -1). Peer i is paired with peer i^1; each peer keeps
+--inflight 32-byte messages in flight to its partner, which echoes them (closed
+loop). After --warmup it measures for --duration: messages/s received, the
+round trip p50/p99, its own CPU, and the hub's CPU per message and RSS from
+the hub's /metrics (the admin listener). See docs/benchmarks.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if readyFile != "" {
+				r, err := readReady(readyFile)
+				if err != nil {
+					return err
+				}
+				if cfg.Hub == "" {
+					cfg.Hub = r.Hub
+				}
+				if cfg.Fingerprint == "" {
+					cfg.Fingerprint = r.HubFingerprint
+				}
+				if metrics == "" && r.Admin != "" {
+					metrics = r.Admin + "/metrics"
+				}
+			}
+			if cfg.Hub == "" {
+				return errors.New("bench p2p: no hub: --hub HOST:PORT or --ready-file of a process that runs one (dev --hub)")
+			}
+			cfg.MetricsURL, cfg.Out = metrics, cmd.OutOrStdout()
+			if _, err := bench.RunP2P(cmd.Context(), cfg); err != nil {
+				return err
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&readyFile, "ready-file", "", "read the hub address, its fingerprint and the admin URL from `FILE` (switchboard dev --hub --ready-file)")
+	f.StringVar(&cfg.Hub, "hub", "", "the hub's `HOST:PORT` (default: from --ready-file)")
+	f.StringVar(&cfg.Fingerprint, "fingerprint", "", "SHA-256 fingerprint of the hub's certificate to pin (default: from --ready-file; empty: not verified)")
+	f.StringVar(&metrics, "metrics", "", "the hub process's /metrics `URL`, for its CPU and RSS (default: the ready file's admin)")
+	f.StringVar(&cfg.Network, "network", bench.DefaultP2PNetwork, "network the peers join")
+	f.IntVar(&cfg.Peers, "peers", bench.DefaultP2PPeers, "peers (even), paired")
+	f.IntVar(&cfg.Inflight, "inflight", bench.DefaultP2PInflight, "messages in flight per peer")
+	f.DurationVar(&cfg.Warmup, "warmup", bench.DefaultP2PWarmup, "time before measuring")
+	f.DurationVar(&cfg.Duration, "duration", bench.DefaultP2PDuration, "measured time")
+	return cmd
+}

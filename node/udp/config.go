@@ -1,0 +1,108 @@
+package udp
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchboardgg/switchboard/node"
+	"github.com/switchboardgg/switchboard/protocol/roomudp"
+	"github.com/switchboardgg/switchboard/tokens"
+)
+
+// Defaults of [Config], used where a field is zero.
+const (
+	DefaultMTU              = roomudp.DefaultMTU
+	DefaultIdleTimeout      = 10 * time.Second
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultLinger           = 2 * time.Second
+	DefaultMaxSessions      = 16384
+	DefaultMaxPending       = 4096
+	DefaultSendQueue        = 1024
+	DefaultOutQueue         = 4096
+	DefaultHandshakeRate    = 5000
+	DefaultHandshakeBurst   = 500
+)
+
+// Config configures a [Server]. Node and Signer are required; every other
+// zero field takes its default.
+type Config struct {
+	// Node is the game node whose rooms this transport serves.
+	Node *node.Server
+	// Signer holds the deployment's signing key, from which the session
+	// keys are derived (roomudp.SecretLabel).
+	Signer *tokens.Signer
+	// MTU is the largest datagram sent (the HANDSHAKE REPLY excepted),
+	// roomudp.MinMTU to roomudp.MaxDatagram bytes.
+	MTU int
+	// IdleTimeout ends a session without an authenticated datagram.
+	IdleTimeout time.Duration
+	// HandshakeTimeout ends a seated session that sent no SESSION
+	// datagram after its WELCOME, and forgets a refused handshake.
+	HandshakeTimeout time.Duration
+	// Linger is how long a session the room closed stays, for KCP to
+	// deliver the final message.
+	Linger time.Duration
+	// MaxSessions and MaxPending bound the sessions and the handshakes
+	// not yet followed by a SESSION datagram.
+	MaxSessions, MaxPending int
+	// SendQueue is the most KCP segments queued or unacknowledged per
+	// session; a room message that finds it full drops the session.
+	SendQueue int
+	// OutQueue is the most datagrams waiting for the writer.
+	OutQueue int
+	// HandshakeRate and HandshakeBurst bound the new HANDSHAKEs a second
+	// whose keys the node derives (retransmissions of a known attempt do
+	// not count); beyond them HANDSHAKEs are dropped (busy). Deriving a
+	// bogus one's keys costs about 25 µs, so the default caps what a
+	// flood of them takes at an eighth of a core.
+	HandshakeRate, HandshakeBurst int
+	// Batch is the most datagrams per read or write system call; zero
+	// means udpio.DefaultBatch.
+	Batch int
+	// Logger receives rare events, never per datagram; nil means
+	// slog.Default(). Keys and tickets are never logged.
+	Logger *slog.Logger
+	// Registerer, when set, registers the metrics.
+	Registerer prometheus.Registerer
+}
+
+func (c Config) withDefaults() (Config, error) {
+	set := func(p *int, d int) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	setD := func(p *time.Duration, d time.Duration) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	set(&c.MTU, DefaultMTU)
+	set(&c.MaxSessions, DefaultMaxSessions)
+	set(&c.MaxPending, DefaultMaxPending)
+	set(&c.SendQueue, DefaultSendQueue)
+	set(&c.OutQueue, DefaultOutQueue)
+	set(&c.HandshakeRate, DefaultHandshakeRate)
+	set(&c.HandshakeBurst, DefaultHandshakeBurst)
+	setD(&c.IdleTimeout, DefaultIdleTimeout)
+	setD(&c.HandshakeTimeout, DefaultHandshakeTimeout)
+	setD(&c.Linger, DefaultLinger)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	switch {
+	case c.Node == nil || c.Signer == nil:
+		return c, fmt.Errorf("udp: Node and Signer are required: %w", ErrConfig)
+	case c.MTU < roomudp.MinMTU || c.MTU > roomudp.MaxDatagram:
+		return c, fmt.Errorf("udp: MTU %d not in [%d, %d]: %w", c.MTU, roomudp.MinMTU, roomudp.MaxDatagram, ErrConfig)
+	case c.IdleTimeout < 0 || c.HandshakeTimeout < 0 || c.Linger < 0:
+		return c, fmt.Errorf("udp: negative timeout: %w", ErrConfig)
+	case c.MaxSessions < 1 || c.MaxPending < 1 || c.SendQueue < 1 || c.OutQueue < 1 || c.Batch < 0 ||
+		c.HandshakeRate < 1 || c.HandshakeBurst < 1:
+		return c, fmt.Errorf("udp: a limit below 1: %w", ErrConfig)
+	}
+	return c, nil
+}

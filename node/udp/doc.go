@@ -1,0 +1,67 @@
+// Package udp is the game node's UDP transport (docs/protocol/rooms-udp.md),
+// beside the WebSocket one of package node: sealed datagrams
+// (internal/sealed) in and out of one socket with batched reads and writes
+// (internal/udpio), the handshake's HELLO or RESUME → WELCOME or ERROR as
+// sealed datagrams, then reliable messages on one KCP conversation per
+// session (internal/kcploop) and FRAME, PONG and unreliable CUSTOM as
+// single sealed datagrams. The handshake's checks and the message dispatch
+// are package node's ([node.Server.Seat], [node.Dispatcher]); the room
+// rules are package rooms'.
+//
+// # Sessions
+//
+// A session is identified by its key, not its address: a SESSION
+// datagram is routed by its key id (WELCOME.conv) and accepted only if it
+// opens with that session's key and passes its replay window; an
+// accepted datagram with a sequence number above every earlier one moves
+// the session to its source address (NAT rebinding). The session key is
+// derived from the deployment's signing key and the HANDSHAKE's key id
+// (protocol/roomudp), so nothing is looked up. A datagram that does not
+// authenticate is dropped and counted by reason, never answered; the only
+// answer to a datagram not yet tied to a session is the HANDSHAKE REPLY,
+// once per accepted sequence number, to a HANDSHAKE padded to 1200 bytes.
+// Until a seated session's first SESSION datagram arrives (it is then
+// established) the node sends it only KCP, whose retransmissions back
+// off; unreliable messages (FRAME, CUSTOM) are dropped as if lost, so a
+// HANDSHAKE from a forged or silent address gets no stream at tick rate.
+//
+// A session ends when it sends no authenticated datagram for
+// Config.IdleTimeout (the seat goes offline, reason timeout), when a
+// seated handshake gets no SESSION datagram within
+// Config.HandshakeTimeout (offline, network), after three invalid
+// messages in a row (ERROR 6), when its KCP send queue is full (the room
+// drops it, slow consumer) or when the room closes it (kick, room closed,
+// drain: the final ERROR goes on KCP and the session lingers
+// Config.Linger for KCP to deliver it).
+//
+// # Bounds
+//
+// Config.MaxSessions sessions and Config.MaxPending handshakes; per
+// session KCP's windows (roomudp.KCPWindow), Config.SendQueue segments
+// queued, messages in of at most node.DefaultReadLimit bytes; one outgoing
+// queue of Config.OutQueue datagrams shared by all sessions (a datagram
+// that finds it full is dropped and counted; KCP retransmits its own).
+//
+// # Goroutines, concurrency and closing
+//
+// [New] starts nothing. [Server.Serve] reads in its own goroutine and
+// starts three more: the writer (it drains the outgoing queue with
+// batched writes, so that the datagrams the rooms queue in one tick leave
+// in as few sendmmsg calls as the batch size allows), the KCP loop's
+// timer wheel, and a janitor that ends idle and lingering sessions once a
+// second. No goroutine per session. Rooms call a session's Send and Close
+// from their own goroutines; sealing is safe for concurrent use and the
+// outgoing queue has its own mutex. [Server.Close] closes the socket it
+// was given, stops the four goroutines, waits for them and forgets every
+// session (their seats go offline).
+//
+// # Metrics
+//
+// When Config.Registerer is set: switchboard_node_udp_sessions,
+// switchboard_node_udp_datagrams_in_total, switchboard_node_udp_datagrams_out_total,
+// switchboard_node_udp_write_batches_total,
+// switchboard_node_udp_dropped_total{reason} (the reasons of
+// rooms-udp.md §9, plus queue_full for the outgoing queue) and
+// switchboard_node_udp_handshakes_total{result} (welcome, error, resent).
+// The im.game.v1 message counters of package node count both transports.
+package udp

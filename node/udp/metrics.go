@@ -1,0 +1,55 @@
+package udp
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Drop reasons, the label values of switchboard_node_udp_dropped_total.
+const (
+	dropShort      = "short"
+	dropKind       = "kind"
+	dropSize       = "size"
+	dropUnknownKey = "unknown_key"
+	dropAuth       = "auth"
+	dropReplay     = "replay"
+	dropInvalid    = "invalid"
+	dropBusy       = "busy"
+	dropQueueFull  = "queue_full"
+)
+
+var dropReasons = []string{dropShort, dropKind, dropSize, dropUnknownKey, dropAuth, dropReplay, dropInvalid, dropBusy, dropQueueFull}
+
+// Handshake results, the label values of switchboard_node_udp_handshakes_total.
+const (
+	hsWelcome = "welcome"
+	hsError   = "error"
+	hsResent  = "resent"
+)
+
+type metrics struct {
+	sessions prometheus.Gauge
+	in, out  prometheus.Counter
+	writes   prometheus.Counter
+	drop     map[string]prometheus.Counter
+	hs       map[string]prometheus.Counter
+	all      []prometheus.Collector
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{Name: "switchboard_node_udp_sessions", Help: "UDP sessions, handshakes awaiting their first SESSION datagram included."}),
+		in:       prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_datagrams_in_total", Help: "UDP datagrams received, before any check."}),
+		out:      prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_datagrams_out_total", Help: "UDP datagrams written."}),
+		writes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_write_batches_total", Help: "Batches the writer handed to the socket (datagrams out / batches = the average batch; each batch is one sendmmsg per udpio batch size)."}),
+		drop:     map[string]prometheus.Counter{},
+		hs:       map[string]prometheus.Counter{},
+	}
+	dv := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_node_udp_dropped_total", Help: "UDP datagrams dropped without an answer, by reason."}, []string{"reason"})
+	for _, r := range dropReasons {
+		m.drop[r] = dv.WithLabelValues(r)
+	}
+	hv := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_node_udp_handshakes_total", Help: "UDP handshakes answered, by result (resent: a retransmitted HANDSHAKE got the same reply)."}, []string{"result"})
+	for _, r := range []string{hsWelcome, hsError, hsResent} {
+		m.hs[r] = hv.WithLabelValues(r)
+	}
+	m.all = []prometheus.Collector{m.sessions, m.in, m.out, m.writes, dv, hv}
+	return m
+}

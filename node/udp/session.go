@@ -1,0 +1,311 @@
+package udp
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/switchboardgg/switchboard/internal/kcploop"
+	"github.com/switchboardgg/switchboard/internal/sealed"
+	"github.com/switchboardgg/switchboard/internal/udpio"
+	"github.com/switchboardgg/switchboard/node"
+	"github.com/switchboardgg/switchboard/protocol/roomudp"
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
+	"github.com/switchboardgg/switchboard/rooms"
+)
+
+// session is one connection attempt's state: a seated session, or a
+// refused handshake kept so that retransmissions get the same ERROR. It
+// implements rooms.Peer.
+type session struct {
+	s *Server
+	// immutable once the handshake is done (set by the reader before the
+	// session is in the server's maps)
+	key         hsKey
+	sk          [roomudp.KeySize]byte
+	serverNonce [roomudp.NonceSize]byte
+	hsOpen      *sealed.Opener // handshake I2R: retransmitted HANDSHAKEs
+	hsSeal      *sealed.Sealer
+	reply       []byte // the HANDSHAKE REPLY datagram
+	created     time.Time
+	conv        uint32
+	welcome     []byte // WELCOME's payload, captured inside Seat
+	send        *sealed.Sealer
+	open        *sealed.Opener
+	kcp         *kcploop.Conv
+	link        *rooms.Link
+	d           *node.Dispatcher // the reader's only
+
+	seating atomic.Bool // inside Seat: WELCOME is captured, not sent
+
+	mu          sync.Mutex
+	addr        netip.AddrPort
+	maxSeq      uint64
+	heardAny    bool
+	lastHeard   time.Time
+	established bool      // a SESSION datagram arrived
+	closing     bool      // no more sends
+	closeAt     time.Time // forget then (zero: not closing)
+	reason      string    // the seat's offline reason when forgotten
+}
+
+// Send implements rooms.Peer.
+func (ss *session) Send(m *rooms.Msg) bool {
+	p := m.Payload()
+	if ss.seating.Load() && ss.kcp == nil {
+		if m.Type() != roomwire.TypeWelcome || len(p) < 5 {
+			return false
+		}
+		return ss.start(p)
+	}
+	if ss.isClosing() {
+		return false
+	}
+	return ss.sendPayload(p, roomudp.Unreliable(p, true))
+}
+
+// start captures WELCOME and opens the session's keys and KCP
+// conversation, so that a resume's catch-up can follow on KCP.
+func (ss *session) start(welcome []byte) bool {
+	s := ss.s
+	ss.welcome = append([]byte(nil), welcome...)
+	ss.conv = binary.BigEndian.Uint32(welcome[1:5])
+	keys, err := roomudp.SessionKeys(&ss.sk, &ss.key.nonce, &ss.serverNonce)
+	if err != nil {
+		return false
+	}
+	ss.send, _ = sealed.NewSealer(keys.R2I[:], ss.conv)
+	ss.open, _ = sealed.NewOpener(keys.I2R[:], ss.conv)
+	c, err := s.loop.Open(ss.conv, s.conv, ss.output)
+	if err != nil {
+		s.log.Warn("udp: open KCP conversation", "err", err)
+		return false
+	}
+	ss.kcp = c
+	return true
+}
+
+// output is the KCP conversation's OutputFunc.
+func (ss *session) output(_ *kcploop.Conv, b []byte) {
+	ss.s.out.seal(ss.s, ss.send, roomudp.ChannelKCP, b, ss.dest())
+}
+
+// sendPayload sends one message: as one datagram when unreliable and it
+// fits, else on KCP. It reports false when the session must be dropped.
+//
+// Before the session is established an unreliable message is dropped, as
+// if lost: nothing has yet shown that the client holds the session keys
+// at the handshake's address, and a started room's FRAMEs (one a tick)
+// would otherwise stream there until HandshakeTimeout — about 300
+// datagrams for one HANDSHAKE at 30 Hz. KCP is bounded by its backoff and
+// carries what the client must not miss.
+func (ss *session) sendPayload(p []byte, unreliable bool) bool {
+	s := ss.s
+	if unreliable && len(p) <= s.cfg.MTU-roomudp.SessionOverhead {
+		if to, ok := ss.liveDest(); ok {
+			s.out.seal(s, ss.send, roomudp.ChannelMessage, p, to)
+		}
+		return true
+	}
+	if err := ss.kcp.Send(p); err != nil {
+		if errors.Is(err, kcploop.ErrSendQueueFull) || errors.Is(err, kcploop.ErrTooLarge) {
+			ss.markClosing(0)
+		}
+		return false
+	}
+	return true
+}
+
+// Close implements rooms.Peer: final goes on KCP, and the session is
+// forgotten after Linger.
+func (ss *session) Close(final *rooms.Msg) {
+	if ss.isClosing() {
+		return
+	}
+	if final != nil && ss.kcp != nil {
+		_ = ss.kcp.Send(final.Payload())
+	}
+	ss.markClosing(ss.s.cfg.Linger)
+}
+
+// fail sends ERROR code on KCP, takes the seat offline and forgets the
+// session after Linger.
+func (ss *session) fail(code uint8) {
+	if ss.isClosing() {
+		return
+	}
+	em := ss.s.cfg.Node.ErrorMsg(code)
+	if ss.kcp != nil {
+		_ = ss.kcp.Send(em.Payload())
+	}
+	em.Release()
+	ss.mu.Lock()
+	ss.reason = rooms.ReasonNetwork
+	ss.mu.Unlock()
+	ss.markClosing(ss.s.cfg.Linger)
+	if ss.link != nil {
+		ss.link.Disconnected(rooms.ReasonNetwork)
+	}
+}
+
+func (ss *session) markClosing(linger time.Duration) {
+	ss.mu.Lock()
+	if !ss.closing {
+		ss.closing, ss.closeAt = true, time.Now().Add(linger)
+	}
+	ss.mu.Unlock()
+}
+
+func (ss *session) isClosing() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.closing
+}
+
+func (ss *session) isEstablished() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.established
+}
+
+func (ss *session) setAddr(a netip.AddrPort) {
+	ss.mu.Lock()
+	ss.addr = a
+	ss.mu.Unlock()
+}
+
+func (ss *session) dest() netip.AddrPort {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.addr
+}
+
+// liveDest returns the session's address and whether it is established.
+func (ss *session) liveDest() (netip.AddrPort, bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.addr, ss.established
+}
+
+// heard records an authenticated SESSION datagram: the session is
+// established, alive, and moves to from when seq is the highest yet.
+func (ss *session) heard(seq uint64, from netip.AddrPort) {
+	ss.mu.Lock()
+	ss.established = true
+	ss.lastHeard = time.Now()
+	if !ss.heardAny || seq > ss.maxSeq {
+		ss.heardAny, ss.maxSeq = true, seq
+		ss.addr = from
+	}
+	ss.mu.Unlock()
+}
+
+// due reports whether the janitor should forget ss now, and the seat's
+// offline reason ("" when the room already knows).
+func (ss *session) due(now time.Time) (reason string, done bool) {
+	s := ss.s
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	switch {
+	case ss.closing:
+		return "", !now.Before(ss.closeAt)
+	case ss.link == nil: // a refused handshake
+		return "", now.Sub(ss.created) >= s.cfg.HandshakeTimeout
+	case !ss.established:
+		return rooms.ReasonNetwork, now.Sub(ss.created) >= s.cfg.HandshakeTimeout
+	default:
+		return rooms.ReasonTimeout, now.Sub(ss.lastHeard) >= s.cfg.IdleTimeout
+	}
+}
+
+// outQueue holds the datagrams waiting for the writer: two fixed arrays
+// of messages with their own buffers, one filled by the senders while the
+// writer writes the other.
+type outQueue struct {
+	wake chan struct{} // capacity 1
+
+	mu    sync.Mutex
+	cur   []udpio.Message // cur[:n] are queued
+	spare []udpio.Message // being written, or free
+	n     int
+}
+
+func (q *outQueue) init(n int) {
+	q.wake = make(chan struct{}, 1)
+	mk := func() []udpio.Message {
+		ms := make([]udpio.Message, n)
+		backing := make([]byte, n*roomudp.MaxDatagram)
+		for i := range ms {
+			ms[i].Buf = backing[i*roomudp.MaxDatagram : i*roomudp.MaxDatagram : (i+1)*roomudp.MaxDatagram]
+		}
+		return ms
+	}
+	q.cur, q.spare = mk(), mk()
+}
+
+func (q *outQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// seal queues one SESSION datagram: channel ch and body, sealed in place
+// by sl, to addr. A full queue drops it (counted).
+func (q *outQueue) seal(s *Server, sl *sealed.Sealer, ch byte, body []byte, addr netip.AddrPort) {
+	q.mu.Lock()
+	if q.n == len(q.cur) {
+		q.mu.Unlock()
+		s.m.drop[dropQueueFull].Inc()
+		return
+	}
+	m := &q.cur[q.n]
+	buf := m.Buf[:sealed.HeaderSize+1+len(body)]
+	buf[sealed.HeaderSize] = ch
+	copy(buf[sealed.HeaderSize+1:], body)
+	out, err := sl.Seal(buf[:0], buf[sealed.HeaderSize:])
+	if err != nil {
+		q.mu.Unlock()
+		return
+	}
+	m.Buf, m.Addr = out, addr
+	q.n++
+	q.mu.Unlock()
+	q.signal()
+}
+
+// pushRaw queues datagram d to addr.
+func (q *outQueue) pushRaw(s *Server, d []byte, addr netip.AddrPort) {
+	q.mu.Lock()
+	if q.n == len(q.cur) {
+		q.mu.Unlock()
+		s.m.drop[dropQueueFull].Inc()
+		return
+	}
+	m := &q.cur[q.n]
+	m.Buf, m.Addr = append(m.Buf[:0], d...), addr
+	q.n++
+	q.mu.Unlock()
+	q.signal()
+}
+
+// take hands the writer what is queued; it gives it back with done.
+func (q *outQueue) take() []udpio.Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	batch := q.cur[:q.n]
+	q.cur, q.spare = q.spare, q.cur
+	q.n = 0
+	return batch
+}
+
+// done makes a written batch's buffers reusable. The array is already
+// q.spare; only the lengths are reset.
+func (q *outQueue) done(batch []udpio.Message) {
+	for i := range batch {
+		batch[i].Buf = batch[i].Buf[:0]
+	}
+}

@@ -1,0 +1,358 @@
+package udp_test
+
+import (
+	"bytes"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/switchboardgg/switchboard/internal/sealed"
+	"github.com/switchboardgg/switchboard/node/udp"
+	"github.com/switchboardgg/switchboard/protocol/roomudp"
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
+)
+
+// TestPlay: HELLO → WELCOME over sealed datagrams, PING answered on the
+// unreliable channel, READY on KCP starts the room, FRAMEs arrive as
+// unreliable datagrams.
+func TestPlay(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-play", 1)
+	tk, kid, sk := e.ticket("r-play", 0)
+	c := e.newClient(kid, sk)
+	msg := c.handshake(helloBytes(t, tk))
+	if roomwire.Type(msg[0]) != roomwire.TypeWelcome || c.conv == 0 {
+		t.Fatalf("reply %x", msg)
+	}
+	c.pingPong()
+	c.reliable(&roomwire.Ping{ClientMS: 6})
+	if p := c.await(roomwire.TypePong); p.unreliable {
+		t.Error("PONG to a PING on KCP came unreliable")
+	}
+	c.reliable(&roomwire.Ready{})
+	c.await(roomwire.TypeRoomState)
+	if f := c.await(roomwire.TypeFrame); !f.unreliable {
+		t.Error("FRAME came on KCP")
+	}
+	c.reliable(&roomwire.Input{AckFrame: 0, Data: []byte{7}})
+	waitFor(t, "a frame with the input", func() bool {
+		f := c.await(roomwire.TypeFrame)
+		var m roomwire.Frame
+		if err := m.Unmarshal(f.msg); err != nil {
+			t.Fatal(err)
+		}
+		for _, tf := range m.Frames {
+			for _, in := range tf.Inputs {
+				if bytes.Equal(in.Data, []byte{7}) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	if got := e.counter("switchboard_node_udp_handshakes_total", "result", "welcome"); got != 1 {
+		t.Errorf("handshakes welcome: %v", got)
+	}
+	if got := e.counter("switchboard_node_udp_sessions"); got != 1 {
+		t.Errorf("sessions: %v", got)
+	}
+}
+
+// TestHandshakeRetransmitReplayForgery: a retransmitted HANDSHAKE gets the
+// same reply; a replayed, forged, short or unknown-key datagram gets
+// nothing and is counted.
+func TestHandshakeRetransmitReplayForgery(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-hs", 1)
+	tk, kid, sk := e.ticket("r-hs", 0)
+	c := e.newClient(kid, sk)
+	hs := helloBytes(t, tk)
+	d1 := c.handshakeDatagram(hs)
+	c.write(d1)
+	r1 := c.readReply(5 * time.Second)
+	if r1 == nil {
+		t.Fatal("no reply")
+	}
+	d2 := c.handshakeDatagram(hs)
+	c.write(d2)
+	if r2 := c.readReply(5 * time.Second); !bytes.Equal(r1, r2) {
+		t.Fatalf("retransmission answered %x, first reply %x", r2, r1)
+	}
+	drops := func(reason string) float64 {
+		return e.counter("switchboard_node_udp_dropped_total", "reason", reason)
+	}
+	c.write(d1) // replayed: the same sequence number
+	waitFor(t, "replay counted", func() bool { return drops("replay") == 1 })
+	forged := c.handshakeDatagram(hs) // a sequence number not seen yet
+	forged[len(forged)-1] ^= 1
+	c.write(forged)
+	waitFor(t, "forgery counted", func() bool { return drops("auth") == 1 })
+	c.write(d2[:roomudp.HandshakeSize-1])
+	waitFor(t, "short handshake counted", func() bool { return drops("size") == 1 })
+	stranger, _ := sealed.NewSealer(bytes.Repeat([]byte{9}, 32), 0xdead)
+	sd, _ := stranger.Seal(nil, []byte{roomudp.ChannelMessage, byte(roomwire.TypePing)})
+	c.write(sd)
+	waitFor(t, "unknown key counted", func() bool { return drops("unknown_key") == 1 })
+	c.write([]byte{7, 7, 7})
+	waitFor(t, "unknown kind counted", func() bool { return drops("kind") == 1 })
+	for d := c.read(50 * time.Millisecond); d != nil; d = c.read(50 * time.Millisecond) {
+		// KCP of the new session may speak (MEMBER, ROOM_STATE); a
+		// handshake reply (key id 0) would answer a bad datagram.
+		if h, err := sealed.ParseHeader(d); err != nil || h.KeyID == roomudp.HandshakeKeyID {
+			t.Fatalf("answered a bad datagram with %x", d)
+		}
+	}
+	if got := e.counter("switchboard_node_udp_handshakes_total", "result", "resent"); got != 1 {
+		t.Errorf("resent: %v", got)
+	}
+
+	// The session works, and a replayed session datagram is dropped.
+	p, _, err := c.hsOpen.Open(nil, r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, w, err := roomudp.ParseReply(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.start(sn, w)
+	ping := c.pingPong()
+	c.write(ping)
+	waitFor(t, "session replay counted", func() bool { return drops("replay") == 2 })
+}
+
+// TestQuietUntilEstablished: before the client's first SESSION datagram
+// the node sends only KCP (which backs off), never the room's unreliable
+// messages, however long the client stays silent; once it speaks, FRAMEs
+// come unreliable.
+func TestQuietUntilEstablished(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-quiet", 1)
+	tk, kid, sk := e.ticket("r-quiet", 0)
+	c := e.newClient(kid, sk)
+	c.write(c.handshakeDatagram(helloBytes(t, tk)))
+	r := c.readReply(5 * time.Second)
+	if r == nil {
+		t.Fatal("no reply")
+	}
+	p, _, err := c.hsOpen.Open(nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, w, err := roomudp.ParseReply(p)
+	if err != nil || roomwire.Type(w[0]) != roomwire.TypeWelcome {
+		t.Fatalf("reply %x (%v)", w, err)
+	}
+	var wm roomwire.Welcome
+	if err := wm.Unmarshal(w); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := roomudp.SessionKeys(&c.sk, &c.nonce, &sn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, _ := sealed.NewOpener(keys.R2I[:], wm.Conv)
+	// Three KCP datagrams: the first send and two retransmissions (RTO
+	// 200 ms, then 300 ms), long enough for a 30 Hz room to tick a dozen
+	// times.
+	for kcp := 0; kcp < 3; {
+		d := c.read(5 * time.Second)
+		if d == nil {
+			t.Fatalf("%d KCP datagrams, then silence", kcp)
+		}
+		b, _, err := open.Open(nil, d)
+		if err != nil {
+			continue // a resent reply
+		}
+		ch, body, err := roomudp.ParseSession(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch != roomudp.ChannelKCP {
+			t.Fatalf("unreliable %s before the client spoke", roomwire.Type(body[0]))
+		}
+		kcp++
+	}
+	c.start(sn, w)
+	c.pingPong()
+	if f := c.await(roomwire.TypeFrame); !f.unreliable {
+		t.Error("FRAME came on KCP")
+	}
+}
+
+// TestTicketMustMatchKey: a HELLO whose ticket is not the key id's gets
+// ERROR 1, sealed; the ticket stays unused.
+func TestTicketMustMatchKey(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-key", 1)
+	tk, _, _ := e.ticket("r-key", 0)
+	_, kid2, sk2 := e.ticket("r-key", 0)
+	c := e.newClient(kid2, sk2)
+	msg := c.handshake(helloBytes(t, tk))
+	var em roomwire.Error
+	if err := em.Unmarshal(msg); err != nil || em.Code != roomwire.CodeTicketInvalid {
+		t.Fatalf("reply %x (%v), want ERROR 1", msg, err)
+	}
+}
+
+// TestRebinding: the client's address changes mid-game; its next
+// authenticated datagram moves the session, and the node answers there.
+func TestRebinding(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-nat", 1)
+	tk, kid, sk := e.ticket("r-nat", 0)
+	c := e.newClient(kid, sk)
+	c.handshake(helloBytes(t, tk))
+	c.pingPong()
+
+	pc2, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc2.Close()
+	b, _ := (&roomwire.Ping{ClientMS: 2}).AppendTo(nil)
+	buf := make([]byte, 2048)
+	for range 50 { // resend every 200 ms until the PONG comes to the new address
+		if _, err := pc2.WriteToUDP(c.seal(roomudp.ChannelMessage, b), e.addr); err != nil {
+			t.Fatal(err)
+		}
+		_ = pc2.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		for {
+			n, _, err := pc2.ReadFromUDP(buf)
+			if err != nil {
+				break
+			}
+			p, _, err := c.open.Open(nil, buf[:n])
+			if err != nil {
+				t.Fatalf("a datagram at the new address does not open: %v", err)
+			}
+			if ch, body, err := roomudp.ParseSession(p); err == nil && ch == roomudp.ChannelMessage && roomwire.Type(body[0]) == roomwire.TypePong {
+				return
+			}
+		}
+	}
+	t.Fatal("no PONG at the new address")
+}
+
+// TestResume: a new connection attempt (new nonce, the same key of the
+// latest C1) resumes the seat with the resume token; the old conv is
+// dead.
+func TestResume(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-resume", 1)
+	tk, kid, sk := e.ticket("r-resume", 0)
+	c := e.newClient(kid, sk)
+	var w roomwire.Welcome
+	if err := w.Unmarshal(c.handshake(helloBytes(t, tk))); err != nil {
+		t.Fatal(err)
+	}
+	c.pingPong()
+
+	c2 := e.newClient(kid, sk)
+	hs, err := roomwire.AppendHandshake(nil, roomwire.KindResume, w.ResumeToken, &roomwire.Resume{ClientNonce: 2, LastFrame: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w2 roomwire.Welcome
+	if err := w2.Unmarshal(c2.handshake(hs)); err != nil {
+		t.Fatalf("resume answered %v", err)
+	}
+	if w2.Conv == w.Conv || w2.Seat != 0 {
+		t.Fatalf("resumed conv %d seat %d (old conv %d)", w2.Conv, w2.Seat, w.Conv)
+	}
+	c2.pingPong()
+	// The room replaced the old connection: it was closed (ERROR on KCP)
+	// and its datagrams no longer reach the room.
+	c.await(roomwire.TypeError)
+}
+
+// TestIdleSessionGoesOffline: a session that stops sending is ended after
+// IdleTimeout and the room tells the others its seat went offline
+// (timeout); the session that keeps pinging stays.
+func TestIdleSessionGoesOffline(t *testing.T) {
+	e := newEnvWith(t, func(c *udp.Config) { c.IdleTimeout = time.Second })
+	e.admit("r-idle", 2)
+	var cs [2]*client
+	for seat := range 2 {
+		tk, kid, sk := e.ticket("r-idle", seat)
+		cs[seat] = e.newClient(kid, sk)
+		cs[seat].handshake(helloBytes(t, tk))
+		cs[seat].pingPong()
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // seat 0 keeps its heartbeat
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				b, _ := (&roomwire.Ping{ClientMS: 2}).AppendTo(nil)
+				_, _ = cs[0].pc.WriteToUDP(cs[0].seal(roomudp.ChannelMessage, b), e.addr)
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	waitFor(t, "seat 1 offline (timeout)", func() bool {
+		cs[0].mu.Lock()
+		defer cs[0].mu.Unlock()
+		for _, m := range cs[0].messages {
+			var mm roomwire.Member
+			if roomwire.Type(m.msg[0]) == roomwire.TypeMember && mm.Unmarshal(m.msg) == nil &&
+				mm.Seat == 1 && mm.Kind == roomwire.MemberOffline && mm.Reason == "timeout" {
+				return true
+			}
+		}
+		return false
+	})
+	if got := e.counter("switchboard_node_udp_sessions"); got != 1 {
+		t.Errorf("sessions: %v, want 1", got)
+	}
+}
+
+// TestManyPlayersFrames: 4 rooms of 4 players over UDP play 30 frames; it
+// logs how many datagrams each sendmmsg batch carried (no assertion on
+// the figure: it depends on scheduling).
+func TestManyPlayersFrames(t *testing.T) {
+	e := newEnv(t)
+	var cs []*client
+	for r := range 4 {
+		id := "r-many-" + string(rune('a'+r))
+		e.admit(id, 4)
+		for seat := range 4 {
+			tk, kid, sk := e.ticket(id, seat)
+			c := e.newClient(kid, sk)
+			c.handshake(helloBytes(t, tk))
+			cs = append(cs, c)
+		}
+	}
+	for _, c := range cs {
+		c.reliable(&roomwire.Ready{})
+	}
+	out0, w0 := e.counter("switchboard_node_udp_datagrams_out_total"), e.counter("switchboard_node_udp_write_batches_total")
+	for _, c := range cs {
+		waitFor(t, "30 frames", func() bool { return c.count(roomwire.TypeFrame) >= 30 })
+	}
+	out, w := e.counter("switchboard_node_udp_datagrams_out_total")-out0, e.counter("switchboard_node_udp_write_batches_total")-w0
+	t.Logf("16 players, 4 rooms: %.0f datagrams in %.0f write batches (%.1f per batch)", out, w, out/w)
+}
+
+// TestHandshakeRate: beyond HandshakeRate new HANDSHAKEs are dropped
+// (busy) before their keys are derived.
+func TestHandshakeRate(t *testing.T) {
+	e := newEnvWith(t, func(c *udp.Config) { c.HandshakeRate, c.HandshakeBurst = 1, 1 })
+	c := e.newClient(roomudp.KeyID{1}, [32]byte{2}) // a key no C1 gave: every HANDSHAKE is bogus
+	hs := helloBytes(t, "AQ3k")
+	c.write(c.handshakeDatagram(hs))
+	waitFor(t, "bogus handshake counted", func() bool {
+		return e.counter("switchboard_node_udp_dropped_total", "reason", "auth") == 1
+	})
+	c.nonce[0]++ // another attempt
+	c.write(c.handshakeDatagram(hs))
+	waitFor(t, "busy counted", func() bool {
+		return e.counter("switchboard_node_udp_dropped_total", "reason", "busy") == 1
+	})
+}

@@ -1,0 +1,80 @@
+package p2p
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the hub's Prometheus metrics. Children of the vectors are
+// resolved once so that counting a routed message allocates nothing.
+type metrics struct {
+	conns      prometheus.Counter
+	routed     prometheus.Counter
+	routedB    prometheus.Counter
+	broadcasts prometheus.Counter
+	refused    map[string]prometheus.Counter // by ERROR code name
+	dropped    map[string]prometheus.Counter // peers removed, by reason
+	writes     prometheus.Counter
+}
+
+// refusal reasons and drop reasons counted.
+var (
+	refuseReasons = []string{"malformed", "unauthorized", "forbidden", "unknown_peer", "too_large", "rate_limited", "quota_exceeded", "network_full", "timeout", "unsupported_version"}
+	dropReasons   = []string{"goodbye", "resume_expired", "slow_consumer", "kicked", "shutting_down", "malformed", "too_large"}
+)
+
+func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchboard_hub_refused_total", Help: "Frames and connections the hub refused, by ERROR code.",
+	}, []string{"code"})
+	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchboard_hub_peers_removed_total", Help: "Peers removed from their network, by reason.",
+	}, []string{"reason"})
+	m := &metrics{
+		conns: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_connections_total", Help: "TLS connections accepted.",
+		}),
+		routed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_messages_routed_total", Help: "Routed messages delivered to a peer's send queue (a broadcast counts once per recipient).",
+		}),
+		routedB: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_bytes_routed_total", Help: "Bytes of routed frames queued to peers.",
+		}),
+		broadcasts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_broadcasts_total", Help: "Broadcasts received from peers.",
+		}),
+		writes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_writes_total", Help: "Coalesced writes to peer connections.",
+		}),
+		refused: map[string]prometheus.Counter{},
+		dropped: map[string]prometheus.Counter{},
+	}
+	for _, r := range refuseReasons {
+		m.refused[r] = refused.WithLabelValues(r)
+	}
+	for _, r := range dropReasons {
+		m.dropped[r] = dropped.WithLabelValues(r)
+	}
+	if reg != nil {
+		reg.MustRegister(m.conns, m.routed, m.routedB, m.broadcasts, m.writes, refused, dropped,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "switchboard_hub_peers", Help: "Peers in a network, connected or within their resume window.",
+			}, func() float64 { return float64(h.Load().Peers) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "switchboard_hub_networks", Help: "Networks with at least one peer.",
+			}, func() float64 { return float64(h.Load().Networks) }),
+		)
+	}
+	return m
+}
+
+func (m *metrics) refuse(code string) {
+	if c, ok := m.refused[code]; ok {
+		c.Inc()
+	}
+}
+
+func (m *metrics) drop(reason string) {
+	if c, ok := m.dropped[reason]; ok {
+		c.Inc()
+	}
+}

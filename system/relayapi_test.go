@@ -1,0 +1,171 @@
+package system_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboardgg/switchboard/api"
+	"github.com/switchboardgg/switchboard/protocol/relaywire"
+	"github.com/switchboardgg/switchboard/system"
+)
+
+// relayCall calls the relay REST API of a system without credentials
+// (anonymous access is on in these tests).
+func relayCall(t *testing.T, base, method, path, body string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if out != nil && res.StatusCode < 300 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %s", method, path, raw)
+		}
+	}
+	return res.StatusCode
+}
+
+// udpPeer is a relay client over a real UDP socket.
+type udpPeer struct {
+	t    *testing.T
+	conn net.Conn
+	buf  []byte
+}
+
+func dialRelay(t *testing.T, addr string) *udpPeer {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &udpPeer{t: t, conn: c, buf: make([]byte, 2048)}
+}
+
+func (p *udpPeer) send(m relaywire.Message) {
+	p.t.Helper()
+	b, err := m.AppendTo(nil)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	if _, err := p.conn.Write(b); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *udpPeer) recv() relaywire.Message {
+	p.t.Helper()
+	_ = p.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := p.conn.Read(p.buf)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	m, err := relaywire.Decode(p.buf[:n])
+	if err != nil {
+		p.t.Fatalf("% x: %v", p.buf[:n], err)
+	}
+	return m
+}
+
+func (p *udpPeer) bind(a api.RelayAllocation) relaywire.AllocationID {
+	p.t.Helper()
+	key, err := relaywire.NewKey(a.Key)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	m, err := relaywire.NewBind(1, a.ConnectionData, &key)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.send(m)
+	if got := p.recv(); got.Type() != relaywire.TypeBindReceived {
+		p.t.Fatalf("BIND answered %v", got.Type())
+	}
+	var id relaywire.AllocationID
+	copy(id[:], a.AllocationIDBytes)
+	return id
+}
+
+// TestRelayEndToEnd: a dev process with the relay role. The host
+// allocates and asks for a join code over REST, a player joins with it,
+// both bind over real UDP, the player connects and relays a datagram to
+// the host; the host's CLOSE releases its allocation and the code dies.
+func TestRelayEndToEnd(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.Relay = system.RelayConfig{UDPAddr: "127.0.0.1:0", WSAddr: "127.0.0.1:0"}
+	cfg.Relay.API.AllowAnonymous = true
+	cfg.Node.Node.Region = "eu"
+	s := start(t, cfg)
+	base := s.Ready().API
+
+	var regions api.RelayResponse[api.RelayRegionsData]
+	if st := relayCall(t, base, "GET", "/relay/v1/regions", "", &regions); st != 200 || len(regions.Data.Regions) != 1 || regions.Data.Regions[0].ID != "eu" {
+		t.Fatalf("regions: %d %+v", st, regions.Data)
+	}
+	var host api.RelayResponse[api.RelayAllocationData]
+	if st := relayCall(t, base, "POST", "/relay/v1/allocate", `{"maxConnections":2,"region":"eu"}`, &host); st != 201 {
+		t.Fatalf("allocate: %d", st)
+	}
+	eps := host.Data.Allocation.ServerEndpoints
+	if len(eps) != 2 || eps[0].ConnectionType != "udp" || eps[1].ConnectionType != "ws" {
+		t.Fatalf("serverEndpoints %+v, want udp and ws", eps)
+	}
+	var code api.RelayResponse[api.RelayJoinCodeData]
+	if st := relayCall(t, base, "POST", "/relay/v1/joincode", `{"allocationId":"`+host.Data.Allocation.AllocationID+`"}`, &code); st != 200 {
+		t.Fatalf("joincode: %d", st)
+	}
+	var joiner api.RelayResponse[api.RelayAllocationData]
+	if st := relayCall(t, base, "POST", "/relay/v1/join", `{"joinCode":"`+code.Data.JoinCode+`"}`, &joiner); st != 200 {
+		t.Fatalf("join: %d", st)
+	}
+
+	udp := net.JoinHostPort(eps[0].Host, itoa(eps[0].Port))
+	h, p := dialRelay(t, udp), dialRelay(t, udp)
+	hid := h.bind(host.Data.Allocation)
+	pid := p.bind(joiner.Data.Allocation)
+	cr, err := relaywire.NewConnectRequest(pid, joiner.Data.Allocation.HostConnectionData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.send(cr)
+	if acc, ok := p.recv().(*relaywire.Accepted); !ok || acc.From != hid || acc.To != pid {
+		t.Fatalf("CONNECT_REQUEST answered %+v, want ACCEPTED(host, player)", acc)
+	}
+	p.send(&relaywire.Relay{From: pid, To: hid, Data: []byte("hello host")})
+	if r, ok := h.recv().(*relaywire.Relay); !ok || r.From != pid || !bytes.Equal(r.Data, []byte("hello host")) {
+		t.Fatalf("host got %+v", r)
+	}
+
+	// The host leaves: its node reports the release, and the code dies.
+	h.send(&relaywire.Close{HasAllocationID: true, AllocationID: hid})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		st := relayCall(t, base, "POST", "/relay/v1/join", `{"joinCode":"`+code.Data.JoinCode+`"}`, nil)
+		if st == 404 {
+			break
+		}
+		if st != 200 {
+			t.Fatalf("join after CLOSE: %d", st)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the join code outlived its host's CLOSE")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
