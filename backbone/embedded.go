@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -124,10 +127,11 @@ func StartEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
 		if cause != nil {
-			return nil, fmt.Errorf("backbone: embedded server on %s:%d: %w: %w", cfg.Host, cfg.Port, ErrNotReady, *cause)
+			return nil, fmt.Errorf("backbone: embedded server on %s: %w", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), startError{*cause})
 		}
-		return nil, fmt.Errorf("backbone: embedded server on %s:%d: %w", cfg.Host, cfg.Port, ErrNotReady)
+		return nil, fmt.Errorf("backbone: embedded server on %s: %w", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), ErrNotReady)
 	}
+	lg.started.Store(true)
 	return &Embedded{srv: srv, creds: credsPath}, nil
 }
 
@@ -153,10 +157,12 @@ const readyPoll = 50 * time.Millisecond
 
 // serverLogger routes nats-server logging to slog: warnings and errors
 // only, so that a healthy server says nothing. It keeps the first fatal
-// error for StartEmbedded's message.
+// error for StartEmbedded's message, and logs fatal errors only once
+// StartEmbedded has returned the server: before, its error says it once.
 type serverLogger struct {
-	log   *slog.Logger
-	fatal atomic.Pointer[error]
+	log     *slog.Logger
+	fatal   atomic.Pointer[error]
+	started atomic.Bool
 }
 
 func (l *serverLogger) Noticef(string, ...any) {}
@@ -178,7 +184,9 @@ func (l *serverLogger) Fatalf(format string, v ...any) {
 		}
 	}
 	l.fatal.CompareAndSwap(nil, &err)
-	l.log.Log(context.Background(), slog.LevelError, msg, "fatal", true)
+	if l.started.Load() {
+		l.log.Log(context.Background(), slog.LevelError, msg, "fatal", true)
+	}
 }
 
 // loadOrCreateUserKey returns the public key of the nkey user seed in path,
@@ -255,3 +263,18 @@ type fatalError struct {
 
 func (e fatalError) Error() string { return e.msg }
 func (e fatalError) Unwrap() error { return e.err }
+
+// startError is the fatal error that ended StartEmbedded: it is
+// ErrNotReady and unwraps to the cause, whose text it is, and says "port
+// in use" for a taken port instead of nats-server's message naming the
+// address twice.
+type startError struct{ cause error }
+
+func (e startError) Error() string {
+	if errors.Is(e.cause, syscall.EADDRINUSE) {
+		return "port in use"
+	}
+	return e.cause.Error()
+}
+func (e startError) Is(target error) bool { return target == ErrNotReady }
+func (e startError) Unwrap() error        { return e.cause }

@@ -1,7 +1,9 @@
 package backbone
 
 import (
+	"bytes"
 	"errors"
+	"log/slog"
 	"net"
 	"syscall"
 	"testing"
@@ -15,8 +17,16 @@ func TestEmbeddedPortInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, err = StartEmbedded(EmbeddedConfig{DataDir: t.TempDir(), Port: ln.Addr().(*net.TCPAddr).Port, Logger: discard})
+	var logged bytes.Buffer
+	_, err = StartEmbedded(EmbeddedConfig{DataDir: t.TempDir(), Port: ln.Addr().(*net.TCPAddr).Port, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	if !errors.Is(err, ErrNotReady) || !errors.Is(err, syscall.EADDRINUSE) {
 		t.Fatalf("StartEmbedded on a taken port: got %v, want ErrNotReady and EADDRINUSE", err)
+	}
+	// Said once, in the error: not logged as well, nor wrapped twice.
+	if want := "backbone: embedded server on " + ln.Addr().String() + ": port in use"; err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	if logged.Len() > 0 {
+		t.Errorf("StartEmbedded logged its error as well:\n%s", logged.String())
 	}
 }

@@ -46,6 +46,11 @@ const (
 	// refilled at DefaultLoginRate per second.
 	DefaultLoginRate  = 2.0
 	DefaultLoginBurst = 20
+	// DefaultLoginPrefixFactor sizes the second C0 limiter, per IPv6 /48
+	// (a site's prefix of 65,536 /64s), on top of the one per /64: its
+	// rate and burst are this many times LoginRate and LoginBurst (20 per
+	// second, burst 200, by default).
+	DefaultLoginPrefixFactor = 10
 	// DefaultJoinRate and DefaultJoinBurst limit C1 calls per login
 	// session.
 	DefaultJoinRate  = roomsapi.DefaultJoinRate
@@ -65,6 +70,9 @@ const (
 	// DefaultMaxHeaderBytes bounds a request's header; a larger one is
 	// answered 431.
 	DefaultMaxHeaderBytes = 16 << 10
+	// DefaultMaxConnections bounds the connections [Server.Serve] holds
+	// open at once, keep-alive ones included; further accepts wait.
+	DefaultMaxConnections = 10000
 )
 
 // Config configures [New]. DB, Backbone, ServerKey and Signer are required;
@@ -142,6 +150,15 @@ type Config struct {
 	// LoginBurst is the C0 limiter's bucket size. Zero means
 	// DefaultLoginBurst.
 	LoginBurst int
+	// LoginPrefixRate is the refill rate, per second and IPv6 /48, of the
+	// second C0 limiter, so that one /48 cannot use its 65,536 /64s as as
+	// many buckets. Zero means DefaultLoginPrefixFactor × LoginRate;
+	// negative, or a negative LoginRate, turns it off. IPv4 clients have
+	// only the limiter per address.
+	LoginPrefixRate float64
+	// LoginPrefixBurst is the /48 limiter's bucket size. Zero means
+	// DefaultLoginPrefixFactor × LoginBurst.
+	LoginPrefixBurst int
 	// JoinRate is the refill rate, per second and login session, of the
 	// C1 limiter. Zero means DefaultJoinRate; negative turns it off.
 	JoinRate float64
@@ -161,6 +178,10 @@ type Config struct {
 	// MaxHeaderBytes bounds a request header in [Server.Serve], in bytes.
 	// Zero means DefaultMaxHeaderBytes.
 	MaxHeaderBytes int
+	// MaxConnections bounds the connections [Server.Serve] holds open at
+	// once; beyond it, accepts wait until one closes. Zero means
+	// DefaultMaxConnections.
+	MaxConnections int
 
 	// Logger receives request failures and rare events, with no
 	// component attribute of its own; tokens and keys are never logged.
@@ -205,6 +226,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LoginBurst <= 0 {
 		c.LoginBurst = DefaultLoginBurst
+	}
+	if c.LoginPrefixRate == 0 || c.LoginRate < 0 {
+		c.LoginPrefixRate = DefaultLoginPrefixFactor * c.LoginRate
+	}
+	if c.LoginPrefixBurst <= 0 {
+		c.LoginPrefixBurst = DefaultLoginPrefixFactor * c.LoginBurst
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = DefaultMaxConnections
 	}
 	if c.JoinRate == 0 {
 		c.JoinRate = DefaultJoinRate

@@ -489,7 +489,11 @@ func TestJoinRateLimit(t *testing.T) {
 	access := e.login("alice")
 	want(t, e.join(access, id, "", "csid-00001"), 201)
 	want(t, e.join(access, id, "", "csid-00001"), 200)
-	want(t, e.join(access, id, "", "csid-00001"), 429, "rate_limited")
+	r := e.join(access, id, "", "csid-00001")
+	want(t, r, 429, "rate_limited")
+	if got := r.header.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After %q, want 1", got)
+	}
 	// Per login session: another one is not limited.
 	want(t, e.join(e.login("bob"), id, "", "csid-00002"), 201)
 }

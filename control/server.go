@@ -9,9 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/net/netutil"
 
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
@@ -35,7 +38,8 @@ type Server struct {
 	authSigner *tokens.Signer // server API key: auth tokens
 	keyHash    [sha256.Size]byte
 	metrics    *httpapi.Metrics
-	loginLimit *httpapi.Limiter
+	loginLimit *httpapi.Limiter // per IPv4 address or IPv6 /64
+	prefixLim  *httpapi.Limiter // per IPv6 /48
 	rooms      *roomsapi.Server
 	relay      *relayapi.Server // nil: Config.Relay is nil
 	p2p        *p2papi.Server   // nil without Config.HubTickets
@@ -108,6 +112,7 @@ func New(cfg Config) (*Server, error) {
 		authSigner: authSigner,
 		keyHash:    sha256.Sum256([]byte(cfg.ServerKey)),
 		loginLimit: httpapi.NewLimiter(cfg.LoginRate, cfg.LoginBurst, cfg.MaxRateLimitKeys),
+		prefixLim:  httpapi.NewLimiter(cfg.LoginPrefixRate, cfg.LoginPrefixBurst, cfg.MaxRateLimitKeys),
 		rooms:      rooms,
 		p2p:        p2p,
 	}
@@ -321,13 +326,45 @@ func bearer(r *http.Request) (string, bool) {
 // clientIP is the rate-limit key of C0: see httpapi.ClientIP.
 func clientIP(r *http.Request) string { return httpapi.ClientIP(r) }
 
+// sitePrefix is the key of the second C0 limiter: the /48 of an IPv6
+// client, a site's prefix (RFC 6177); "" for an IPv4 client.
+func sitePrefix(r *http.Request) string {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return ""
+	}
+	a := ap.Addr().Unmap().WithZone("")
+	if !a.Is6() {
+		return ""
+	}
+	p, _ := a.Prefix(48)
+	return p.String()
+}
+
+// allowLogin takes a C0 token of the client's address or /64, then one of
+// its /48, and returns the 429, with the wait for a token, when either has none.
+func (s *Server) allowLogin(c *httpapi.Call) error {
+	if ok, wait := s.loginLimit.Take(clientIP(c.R), c.Now); !ok {
+		return httpapi.RateLimited(wait)
+	}
+	if p := sitePrefix(c.R); p != "" {
+		if ok, wait := s.prefixLim.Take(p, c.Now); !ok {
+			return httpapi.RateLimited(wait)
+		}
+	}
+	return nil
+}
+
 // Handler returns the handler of every route; mount it at the root.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Serve serves HTTP on ln until Shutdown or Close, and then returns
-// http.ErrServerClosed. Serve does not close ln on other errors; the
-// caller does.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+// http.ErrServerClosed. It holds at most Config.MaxConnections
+// connections open at once; beyond, accepts wait. Serve does not close ln
+// on other errors; the caller does.
+func (s *Server) Serve(ln net.Listener) error {
+	return s.srv.Serve(netutil.LimitListener(ln, s.cfg.MaxConnections))
+}
 
 // Shutdown stops accepting connections and waits for the requests in
 // flight until ctx is done.

@@ -215,6 +215,18 @@ func TestServe(t *testing.T) {
 	_ = e.srv.Close()
 }
 
+// TestNullBody: null is not an object, though encoding/json reads it as
+// {}; it used to be accepted where {} is.
+func TestNullBody(t *testing.T) {
+	e := newEnv(t)
+	for _, path := range []string{"/game/rooms/nope/close", "/game/rooms/nope/start", "/game/rooms/nope/members/0/kick"} {
+		want(t, e.server("POST", path, "{}"), 404, "not_found")
+		for _, body := range []string{"null", " null\n", `"x"`, "1", "true"} {
+			want(t, e.server("POST", path, body), 400, "invalid_argument")
+		}
+	}
+}
+
 func TestBodies(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.MaxBodyBytes = 1024 })
 	e.addNode(store.Node{NodeID: "n1"}, true)

@@ -20,8 +20,8 @@ const sessionLifetime = store.DefaultSessionTTL
 // login is C0: POST /client/v1/sessions. Each success opens a new login
 // session.
 func (s *Server) login(ctx context.Context, c *httpapi.Call) (int, any, error) {
-	if !s.loginLimit.Allow(clientIP(c.R), c.Now) {
-		return 0, nil, httpapi.ErrRateLimited
+	if err := s.allowLogin(c); err != nil {
+		return 0, nil, err
 	}
 	var req api.LoginRequest
 	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {
@@ -70,8 +70,8 @@ func (s *Server) login(ctx context.Context, c *httpapi.Call) (int, any, error) {
 // refresh rotates the refresh token and returns a new access token for
 // the same login session: POST /client/v1/sessions/refresh.
 func (s *Server) refresh(ctx context.Context, c *httpapi.Call) (int, any, error) {
-	if !s.loginLimit.Allow(clientIP(c.R), c.Now) {
-		return 0, nil, httpapi.ErrRateLimited
+	if err := s.allowLogin(c); err != nil {
+		return 0, nil, err
 	}
 	var req api.RefreshRequest
 	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {

@@ -148,14 +148,24 @@ func TestRefreshAndLogout(t *testing.T) {
 }
 
 func TestLoginRateLimit(t *testing.T) {
-	e := newEnv(t, func(c *Config) { c.LoginRate, c.LoginBurst = 1, 3 })
+	e := newEnv(t, func(c *Config) { c.LoginRate, c.LoginBurst = 0.25, 3 })
 	body := map[string]any{"username": "alice", "auth_token": e.authToken("alice", time.Minute)}
 	for range 3 {
 		want(t, e.do("POST", "/client/v1/sessions", "", body), 201)
 	}
-	want(t, e.do("POST", "/client/v1/sessions", "", body), http.StatusTooManyRequests, "rate_limited")
-	want(t, e.do("POST", "/client/v1/sessions/refresh", "", map[string]any{"refresh_token": "x"}), http.StatusTooManyRequests, "rate_limited")
-	e.clock.Advance(time.Second)
+	// A 429 says when a token is back: 4 s at 0.25 per second, then 2 s.
+	retryAfter := func(r resp, secs string) {
+		t.Helper()
+		want(t, r, http.StatusTooManyRequests, "rate_limited")
+		if got := r.header.Get("Retry-After"); got != secs {
+			t.Errorf("Retry-After %q, want %q", got, secs)
+		}
+	}
+	retryAfter(e.do("POST", "/client/v1/sessions", "", body), "4")
+	retryAfter(e.do("POST", "/client/v1/sessions/refresh", "", map[string]any{"refresh_token": "x"}), "4")
+	e.clock.Advance(2 * time.Second)
+	retryAfter(e.do("POST", "/client/v1/sessions", "", body), "2")
+	e.clock.Advance(2 * time.Second)
 	want(t, e.do("POST", "/client/v1/sessions", "", body), 201)
 }
 

@@ -26,6 +26,15 @@ const (
 	// DefaultMaxConnections bounds the WebSocket connections of one node,
 	// handshaking ones included. Upgrades beyond it get HTTP 503.
 	DefaultMaxConnections = 50000
+	// DefaultMaxPending bounds the connections waiting for their
+	// im.game.v1 handshake, from the TCP accept on: accepts beyond it are
+	// closed at once, so that connections that never send their handshake
+	// cannot fill MaxConnections.
+	DefaultMaxPending = 4096
+	// DefaultMaxPendingPerSource bounds the connections waiting for their
+	// handshake from one IPv4 address or one IPv6 /64. It is above the
+	// joins a bench or a LAN behind one NAT opens at once.
+	DefaultMaxPendingPerSource = 256
 	// DefaultSendQueueDepth is the number of messages queued for one
 	// connection; a connection whose queue is full is dropped (it may
 	// resume). The answer to a handshake (WELCOME and a resume's
@@ -121,6 +130,14 @@ type Config struct {
 	// MaxConnections bounds the connections. Zero means
 	// DefaultMaxConnections.
 	MaxConnections int
+	// MaxPending bounds the connections waiting for their handshake
+	// (accepted, not yet past HELLO or RESUME). Zero means
+	// DefaultMaxPending.
+	MaxPending int
+	// MaxPendingPerSource bounds the connections waiting for their
+	// handshake from one IPv4 address or IPv6 /64. Zero means
+	// DefaultMaxPendingPerSource.
+	MaxPendingPerSource int
 	// SendQueueDepth is the per-connection queue, in messages. Zero means
 	// DefaultSendQueueDepth; at least 32.
 	SendQueueDepth int

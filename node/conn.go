@@ -266,6 +266,7 @@ func (c *conn) readLoop() (string, ws.StatusCode) {
 		}
 		if c.handshake(p) {
 			handshaken = true
+			c.s.adm.release(c.nc)
 			now := time.Now()
 			c.lastMsg, c.deadline = now, now
 			_ = c.nc.SetReadDeadline(now.Add(c.s.cfg.IdleTimeout))

@@ -35,6 +35,7 @@ type metrics struct {
 	out         [256]prometheus.Counter
 	errs        [256]prometheus.Counter // by ERROR code
 	disc        map[string]prometheus.Counter
+	refused     map[string]prometheus.Counter
 	tick        prometheus.Histogram
 	late        prometheus.Histogram
 	collectors  []prometheus.Collector
@@ -42,7 +43,14 @@ type metrics struct {
 }
 
 func newMetrics(s *Server) *metrics {
-	m := &metrics{disc: map[string]prometheus.Counter{}}
+	m := &metrics{disc: map[string]prometheus.Counter{}, refused: map[string]prometheus.Counter{}}
+	refused := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchboard_node_connections_refused_total",
+		Help: "Connections refused, by reason: pending_per_source and pending_total (closed at the accept: too many waiting for their handshake), max_connections (HTTP 503).",
+	}, []string{"reason"})
+	for _, r := range refusedReasons {
+		m.refused[r] = refused.WithLabelValues(r)
+	}
 	in := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "switchboard_node_messages_in_total",
 		Help: "im.game.v1 messages received from clients, by type (unknown: a type version 1 does not define; invalid: undecodable).",
@@ -92,7 +100,11 @@ func newMetrics(s *Server) *metrics {
 			ConstLabels: prometheus.Labels{"state": state},
 		}, fn)
 	}
-	m.collectors = []prometheus.Collector{in, out, errs, disc, m.tick, m.late,
+	m.collectors = []prometheus.Collector{in, out, errs, disc, refused, m.tick, m.late,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "switchboard_node_connections_pending",
+			Help: "Connections accepted and still waiting for their im.game.v1 handshake.",
+		}, func() float64 { return float64(s.adm.pending()) }),
 		rooms("waiting", func() float64 { return float64(s.engine.Stats().Waiting) }),
 		rooms("playing", func() float64 { return float64(s.engine.Stats().Playing) }),
 		rooms("ending", func() float64 { return float64(s.engine.Stats().Ending) }),

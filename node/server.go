@@ -31,6 +31,7 @@ type Server struct {
 	m       *metrics
 	tickets *ticketCache
 	records *recordQueue
+	adm     *admission
 	mux     *http.ServeMux
 	started time.Time
 
@@ -83,6 +84,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	setInt(&cfg.MaxRooms, DefaultMaxRooms)
 	setInt(&cfg.MaxConnections, DefaultMaxConnections)
+	setInt(&cfg.MaxPending, DefaultMaxPending)
+	setInt(&cfg.MaxPendingPerSource, DefaultMaxPendingPerSource)
 	setInt(&cfg.SendQueueDepth, DefaultSendQueueDepth)
 	setInt(&cfg.MaxQueueBytes, DefaultMaxQueueBytes)
 	setInt(&cfg.ReadLimit, DefaultReadLimit)
@@ -97,7 +100,7 @@ func New(cfg Config) (*Server, error) {
 	setDur(&cfg.Heartbeat, DefaultHeartbeat)
 	setDur(&cfg.UpdateTimeout, DefaultUpdateTimeout)
 	switch {
-	case cfg.MaxRooms < 0 || cfg.MaxConnections < 0 || cfg.ReadRate < 0 || cfg.MaxTicketCache < 0 || cfg.MaxHeaderBytes < 0:
+	case cfg.MaxRooms < 0 || cfg.MaxConnections < 0 || cfg.MaxPending < 0 || cfg.MaxPendingPerSource < 0 || cfg.ReadRate < 0 || cfg.MaxTicketCache < 0 || cfg.MaxHeaderBytes < 0:
 		return nil, errors.New("node: negative limit in config")
 	case cfg.HandshakeTimeout < 0 || cfg.IdleTimeout < 0 || cfg.WriteTimeout < 0 || cfg.CloseWait < 0 || cfg.Heartbeat < 0 || cfg.UpdateTimeout < 0:
 		return nil, errors.New("node: negative duration in config")
@@ -114,6 +117,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		tickets: newTicketCache(cfg.MaxTicketCache),
+		adm:     newAdmission(cfg.MaxPending, cfg.MaxPendingPerSource),
 		conns:   make(map[*conn]struct{}),
 		wsURL:   cfg.WSURL,
 		started: cfg.Now().UTC(),
@@ -198,6 +202,12 @@ func (s *Server) Serve(ln net.Listener) error {
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithValue(ctx, acceptedKey{}, time.Now())
 		},
+		// A connection http.Server closes never got to its handshake.
+		ConnState: func(c net.Conn, st http.ConnState) {
+			if st == http.StateClosed {
+				s.adm.release(c)
+			}
+		},
 	}
 	hs.SetKeepAlivesEnabled(false)
 	s.servers = append(s.servers, hs)
@@ -206,7 +216,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	if err := s.Start(); err != nil {
 		return err
 	}
-	err := hs.Serve(ln)
+	err := hs.Serve(admitListener{Listener: ln, s: s})
 	if errors.Is(err, http.ErrServerClosed) {
 		return ErrServerClosed
 	}
@@ -344,6 +354,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.nconns.Add(1) > int64(s.cfg.MaxConnections) {
 		s.nconns.Add(-1)
 		s.mu.Unlock()
+		s.m.refused[refusedMaxConns].Inc()
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return
 	}
@@ -362,6 +373,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Protocol: func(p string) bool { return p == Subprotocol },
 	}
 	nc, rw, _, err := up.Upgrade(r, w)
+	if nc != nil { // hijacked: http.Server no longer closes it
+		defer s.adm.release(nc)
+	}
 	if err != nil {
 		if nc != nil { // the upgrader answered with an HTTP error
 			nc.Close()

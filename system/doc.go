@@ -20,9 +20,11 @@
 // # Lifecycle
 //
 // [Start] locks the data dir (one process per data dir: a second one gets
-// a [*LockedError] naming the owner's pid), binds every listener, starts
-// every role and returns once all of them serve; only then is the ready
-// file written. [System.Drain] stops the game node first (its players get
+// a [*LockedError] naming the owner's pid), binds the TCP listeners of
+// the game node, the API, the hub and the admin listener before it
+// starts anything (so that an address in use registers no node), starts
+// every role (the relay and the node's UDP socket bind their own) and
+// returns once all of them serve; only then is the ready file written. [System.Drain] stops the game node first (its players get
 // ERROR 10), then the HTTP servers, then closes the rest;
 // [System.Close] closes everything at once. Both remove the ready file
 // and unlock the data dir, and Close is idempotent.

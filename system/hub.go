@@ -69,14 +69,7 @@ func (s *System) startHub(ctx context.Context) error {
 			return err
 		}
 	}
-	addr := c.Hub.Addr
-	if addr == "" {
-		addr = DefaultListenAddr
-	}
-	ln, bound, err := s.listen("hub", addr, c.Hub.Listener, false)
-	if err != nil {
-		return err
-	}
+	ln, bound := s.bound["hub"].ln, s.bound["hub"].addr // bindListeners
 	st := s.tls
 	if st == nil {
 		host, _, _ := net.SplitHostPort(bound)

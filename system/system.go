@@ -45,9 +45,10 @@ type System struct {
 	conns     []*backbone.Conn
 	probe     *backbone.Probe // made with the first connection; nil without
 	signer    *tokens.Signer
-	relayKeys *tokens.RelayKeyring // made at first use (relay, control)
-	hubKey    *tokens.HubKeyring   // hub tickets, from the signing key
-	wrote     bool                 // the ready file exists
+	relayKeys *tokens.RelayKeyring     // made at first use (relay, control)
+	hubKey    *tokens.HubKeyring       // hub tickets, from the signing key
+	wrote     bool                     // the ready file exists
+	bound     map[string]boundListener // by ready name: bound before any role starts
 
 	wg      sync.WaitGroup // the serve goroutines
 	done    chan struct{}  // closed when a role failed
@@ -56,6 +57,13 @@ type System struct {
 
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// boundListener is a listener bound by bindListeners, to serve, and its
+// bound address.
+type boundListener struct {
+	ln   net.Listener
+	addr string
 }
 
 // server is one listener's serve loop of a role.
@@ -100,6 +108,9 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 	if err := s.loadTLS(); err != nil {
 		return nil, err
 	}
+	if err := s.bindListeners(); err != nil {
+		return nil, err
+	}
 	if err := s.startBackbone(); err != nil {
 		return nil, err
 	}
@@ -137,10 +148,23 @@ func Start(ctx context.Context, cfg Config) (_ *System, err error) {
 		}
 		s.wrote = true
 	}
-	s.log.Info("switchboard ready", "roles", cfg.Roles.String(), "api", s.ready.API,
-		"node_ws", s.ready.NodeWS, "node_udp", s.ready.NodeUDP, "node_id", s.ready.NodeID, "hub", s.ready.Hub, "admin", s.ready.Admin, "tls", s.tls != nil,
-		"relay_udp", s.ready.RelayUDP, "relay_ws", s.ready.RelayWS)
+	s.log.Info("switchboard ready", s.readyAttrs()...)
 	return s, nil
+}
+
+// readyAttrs are the attributes of the "switchboard ready" line: the
+// roles and the addresses of those that run, none empty.
+func (s *System) readyAttrs() []any {
+	attrs := []any{"roles", s.cfg.Roles.String()}
+	for _, kv := range [][2]string{
+		{"api", s.ready.API}, {"node_ws", s.ready.NodeWS}, {"node_udp", s.ready.NodeUDP}, {"node_id", s.ready.NodeID},
+		{"hub", s.ready.Hub}, {"admin", s.ready.Admin}, {"relay_udp", s.ready.RelayUDP}, {"relay_ws", s.ready.RelayWS},
+	} {
+		if kv[1] != "" {
+			attrs = append(attrs, kv[0], kv[1])
+		}
+	}
+	return append(attrs, "tls", s.tls != nil)
 }
 
 // loadTLS loads or generates the certificate of the TLS listeners.
@@ -196,6 +220,47 @@ func (s *System) listen(name, addr string, given net.Listener, useTLS bool) (net
 		s.ready.TLS = append(s.ready.TLS, name)
 	}
 	return ln, bound, nil
+}
+
+// bindListeners binds the TCP listeners of the game node, the API, the
+// hub and the admin listener before any role starts, so that an address in use fails Start before a game node
+// registers (and then disappears again).
+func (s *System) bindListeners() error {
+	c := &s.cfg
+	s.bound = map[string]boundListener{}
+	bind := func(name, addr string, given net.Listener, useTLS bool) error {
+		ln, bound, err := s.listen(name, addr, given, useTLS)
+		if err != nil {
+			return err
+		}
+		s.bound[name] = boundListener{ln, bound}
+		return nil
+	}
+	if c.Roles&RoleNode != 0 {
+		if err := bind("node_ws", c.Node.Addr, c.Node.Listener, true); err != nil {
+			return err
+		}
+	}
+	if c.Roles&RoleControl != 0 {
+		if err := bind("api", c.API.Addr, c.API.Listener, true); err != nil {
+			return err
+		}
+	}
+	if c.Roles&RoleHub != 0 { // its own TLS: see startHub
+		addr := c.Hub.Addr
+		if addr == "" {
+			addr = DefaultListenAddr
+		}
+		if err := bind("hub", addr, c.Hub.Listener, false); err != nil {
+			return err
+		}
+	}
+	if c.Admin.Addr != "" || c.Admin.Listener != nil {
+		if err := bind("admin", c.Admin.Addr, c.Admin.Listener, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scheme returns secure when the system serves TLS, else plain.
@@ -294,14 +359,12 @@ func (s *System) startNode(ctx context.Context) error {
 			return err
 		}
 	}
-	ln, bound, err := s.listen("node_ws", c.Node.Addr, c.Node.Listener, true)
-	if err != nil {
-		return err
-	}
+	ln, bound := s.bound["node_ws"].ln, s.bound["node_ws"].addr
 	s.ready.NodeWS = s.scheme("ws://", "wss://") + bound + node.Path
 	s.ready.NodeID = id
 	var pc *net.UDPConn
 	if c.Node.UDPAddr != "" {
+		var err error
 		if pc, err = listenUDP(c.Node.UDPAddr); err != nil {
 			ln.Close()
 			return err
@@ -401,10 +464,7 @@ func (s *System) startControl(ctx context.Context) error {
 	if c.Admin.Key == "" {
 		c.Admin.Key = key
 	}
-	ln, bound, err := s.listen("api", c.API.Addr, c.API.Listener, true)
-	if err != nil {
-		return err
-	}
+	ln, bound := s.bound["api"].ln, s.bound["api"].addr
 	s.ready.API = s.scheme("http://", "https://") + bound
 	bb, db, err := s.connect(ctx, "control")
 	if err != nil {
@@ -443,10 +503,7 @@ func (s *System) startControl(ctx context.Context) error {
 // admin key never crosses the network in clear.
 func (s *System) startAdmin() error {
 	c := &s.cfg
-	ln, bound, err := s.listen("admin", c.Admin.Addr, c.Admin.Listener, true)
-	if err != nil {
-		return err
-	}
+	ln, bound := s.bound["admin"].ln, s.bound["admin"].addr
 	s.ready.Admin = s.scheme("http://", "https://") + bound
 	h, err := admin.New(admin.Config{Key: c.Admin.Key, Gatherer: s.reg, Health: s.Health})
 	if err != nil {

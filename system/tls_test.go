@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -51,14 +52,19 @@ func TestTLSSelfSigned(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 
+	// Both /healthz answer the same JSON.
 	for _, u := range []string{r.API + "/healthz", r.Admin + "/healthz"} {
 		resp, err := hc.Get(u)
 		if err != nil {
 			t.Fatalf("GET %s: %v", u, err)
 		}
+		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("GET %s: %s", u, resp.Status)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK || string(body) != `{"status":"ok"}`+"\n" || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("GET %s: %s %q (%s), want 200 {\"status\":\"ok\"} as JSON", u, resp.Status, body, resp.Header.Get("Content-Type"))
 		}
 	}
 

@@ -74,6 +74,10 @@ func runSystem(ctx context.Context, out io.Writer, o *systemOptions) error {
 	defer signal.Stop(hup)
 
 	sys, err := system.Start(ctx, cfg)
+	if errors.Is(err, backbone.ErrNotReady) && errors.Is(err, syscall.EADDRINUSE) {
+		// The embedded NATS server of dev: say what to do, once.
+		return fmt.Errorf("NATS port %s in use; pass --nats 127.0.0.1:0 or stop the other process", cfg.NATS.Addr)
+	}
 	if err != nil {
 		return err
 	}

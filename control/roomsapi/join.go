@@ -93,8 +93,8 @@ func (j *joinCall) undo(ctx context.Context, s *Server) {
 // joinFields checks the rate and the request's fields.
 func (s *Server) joinFields(c *httpapi.Call) (*joinCall, error) {
 	j := &joinCall{sess: c.Session, now: c.Now, roomID: c.R.PathValue("room_id"), seat: -1}
-	if !s.joinLimit.Allow(j.sess.SessionID, c.Now) {
-		return nil, httpapi.ErrRateLimited
+	if ok, wait := s.joinLimit.Take(j.sess.SessionID, c.Now); !ok {
+		return nil, httpapi.RateLimited(wait)
 	}
 	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &j.req); err != nil {
 		return nil, err

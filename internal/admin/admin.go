@@ -4,8 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/pprof"
 	"strconv"
@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/switchboardgg/switchboard/api"
 )
 
 // Defaults and limits of [Config].
@@ -92,9 +94,10 @@ func New(cfg Config) (*Handler, error) {
 // /debug/pprof/.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
+// health answers as the API's /healthz does: 200 api.HealthResponse, or
+// 503 api.ErrorBody with code unavailable and the error's text.
 func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
+	status, body := http.StatusOK, any(api.HealthResponse{Status: "ok"})
 	if h.cfg.Health != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), h.cfg.HealthTimeout)
 		err := h.cfg.Health(ctx)
@@ -102,12 +105,17 @@ func (h *Handler) health(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			// Not logged: probes ask every few seconds, and whatever
 			// measures the health logs its changes.
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, "unhealthy: "+err.Error()+"\n")
-			return
+			status = http.StatusServiceUnavailable
+			body = api.ErrorBody{Error: api.ErrorObject{Code: api.CodeUnavailable, Message: err.Error()}}
 		}
 	}
-	_, _ = io.WriteString(w, "ok\n")
+	data, _ := json.Marshal(body) // our own types: cannot fail
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
 }
 
 // requireKey answers 401 unless the request carries the admin key.

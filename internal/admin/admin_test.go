@@ -147,13 +147,15 @@ func TestMetricsAndHealthOpen(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "switchboard_test_things_total 1") {
 		t.Errorf("GET /metrics: got %d %q, want 200 with the counter", code, body)
 	}
-	if code, _, body := get(t, srv.URL+"/healthz", ""); code != http.StatusOK || body != "ok\n" {
-		t.Errorf("GET /healthz: got %d %q, want 200 ok", code, body)
+	// The API's answers: api.HealthResponse, and api.ErrorBody.
+	code, h, body := get(t, srv.URL+"/healthz", "")
+	if code != http.StatusOK || body != `{"status":"ok"}`+"\n" || h.Get("Content-Type") != "application/json" {
+		t.Errorf("GET /healthz: got %d %q (%s), want 200 {\"status\":\"ok\"} as JSON", code, body, h.Get("Content-Type"))
 	}
 	unhealthy = errors.New("store: not writable")
-	code, _, body = get(t, srv.URL+"/healthz", "")
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "store: not writable") {
-		t.Errorf("GET /healthz while unhealthy: got %d %q, want 503 with the reason", code, body)
+	code, h, body = get(t, srv.URL+"/healthz", "")
+	if want := `{"error":{"code":"unavailable","message":"store: not writable"}}` + "\n"; code != http.StatusServiceUnavailable || body != want || h.Get("Content-Type") != "application/json" {
+		t.Errorf("GET /healthz while unhealthy: got %d %q (%s), want 503 %s as JSON", code, body, h.Get("Content-Type"), want)
 	}
 }
 

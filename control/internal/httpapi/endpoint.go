@@ -121,6 +121,9 @@ func (wr *Wrapper) Endpoint(name string, auth AuthKind, h HandlerFunc) http.Hand
 				}
 			}
 			status = ae.Status
+			if ae.RetryAfter > 0 {
+				w.Header().Set("Retry-After", ae.retryAfter())
+			}
 			WriteJSON(w, status, ae.Body())
 			return
 		}

@@ -39,8 +39,19 @@ func NewLimiter(perSecond float64, burst, max int) *Limiter {
 // Allow takes a token for key at now and reports whether there was one.
 // A nil limiter allows everything.
 func (l *Limiter) Allow(key string, now time.Time) bool {
+	ok, _ := l.Take(key, now)
+	return ok
+}
+
+// maxRetryAfter caps the wait Take reports, for a limiter that refills
+// slowly or not at all.
+const maxRetryAfter = time.Hour
+
+// Take is Allow, and when there was no token it also returns how long
+// until the key has one again (at most an hour): a 429's Retry-After.
+func (l *Limiter) Take(key string, now time.Time) (bool, time.Duration) {
 	if l == nil {
-		return true
+		return true, 0
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -53,7 +64,14 @@ func (l *Limiter) Allow(key string, now time.Time) bool {
 		l.keys[key] = e
 	}
 	e.seen = now
-	return e.lim.AllowN(now, 1)
+	if e.lim.AllowN(now, 1) {
+		return true, 0
+	}
+	if l.limit <= 0 {
+		return false, maxRetryAfter
+	}
+	need := 1 - e.lim.TokensAt(now)
+	return false, min(time.Duration(need/float64(l.limit)*float64(time.Second)), maxRetryAfter)
 }
 
 // evictLocked forgets the 1/8 of the keys idle longest (at least one),

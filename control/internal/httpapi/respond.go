@@ -8,8 +8,10 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/switchboardgg/switchboard/api"
 )
@@ -21,6 +23,22 @@ type Error struct {
 	Code    string // error.code
 	Message string // error.message
 	Reason  string // error.details.reason; empty means no details
+	// RetryAfter, when positive, is sent as the Retry-After header, in
+	// whole seconds rounded up.
+	RetryAfter time.Duration
+}
+
+// RateLimited is the 429 rate_limited of a limiter that has a token again
+// after wait (Limiter.Take); its Retry-After is at least 1 second.
+func RateLimited(wait time.Duration) *Error {
+	e := *ErrRateLimited
+	e.RetryAfter = max(wait, time.Second)
+	return &e
+}
+
+// retryAfter is the Retry-After value of e: whole seconds, rounded up.
+func (e *Error) retryAfter() string {
+	return strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10)
 }
 
 func (e *Error) Error() string {
@@ -66,7 +84,8 @@ func NodeUnavailable() *Error {
 	return Unavailable("the room's game node is unavailable", api.ReasonGameNodeUnavailable)
 }
 
-// ErrRateLimited (429) and ErrInternal (500) have fixed messages.
+// ErrRateLimited (429) and ErrInternal (500) have fixed messages; a
+// handler returns [RateLimited], which adds the Retry-After.
 var (
 	ErrRateLimited = &Error{Status: http.StatusTooManyRequests, Code: api.CodeRateLimited, Message: "too many requests"}
 	ErrInternal    = &Error{Status: http.StatusInternalServerError, Code: api.CodeInternal, Message: "internal error"}
@@ -124,8 +143,9 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // malformed JSON are all 400 invalid_argument, and so is what
 // encoding/json would let through but a strict parser refuses or reads
 // differently (see checkStrict): text that is not UTF-8, an unpaired
-// surrogate escape, a duplicate key, a field name in another case. An
-// empty body decodes as {}.
+// surrogate escape, a duplicate key, a field name in another case, and a
+// body that is not an object (null included, which encoding/json reads as
+// {}). An empty body decodes as {}.
 func DecodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	defer func() {
@@ -148,8 +168,12 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error 
 		}
 		return Invalid("cannot read the request body")
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
 		return nil
+	}
+	if trimmed[0] != '{' {
+		return Invalid("request body must be a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
