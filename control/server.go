@@ -105,6 +105,7 @@ func New(cfg Config) (*Server, error) {
 		rc := *cfg.Relay
 		rc.DB, rc.AuthClient, rc.Metrics = cfg.DB, s.authClient, s.metrics
 		rc.RequestTimeout, rc.MaxRateLimitKeys = cfg.RequestTimeout, cfg.MaxRateLimitKeys
+		rc.Backbone, rc.CommandTimeout = cfg.Backbone, cfg.CommandTimeout
 		if rc.Logger == nil {
 			rc.Logger = cfg.Logger
 		}

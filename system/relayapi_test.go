@@ -35,6 +35,25 @@ func relayCall(t *testing.T, base, method, path, body string, out any) int {
 	return res.StatusCode
 }
 
+// serverCall calls the server API of a system with its server key.
+func serverCall(t *testing.T, s *system.System, method, path string, out any) int {
+	t.Helper()
+	req, _ := http.NewRequest(method, s.Ready().API+path, nil)
+	req.Header.Set("Authorization", "Bearer "+s.Ready().ServerKey)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if out != nil && res.StatusCode < 300 {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %s", method, path, raw)
+		}
+	}
+	return res.StatusCode
+}
+
 // udpPeer is a relay client over a real UDP socket.
 type udpPeer struct {
 	t    *testing.T
@@ -103,6 +122,7 @@ func TestRelayEndToEnd(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.Relay = system.RelayConfig{UDPAddr: "127.0.0.1:0", WSAddr: "127.0.0.1:0"}
 	cfg.Relay.API.AllowAnonymous = true
+	cfg.API.PublishServerKey = true
 	cfg.Node.Node.Region = "eu"
 	s := start(t, cfg)
 	base := s.Ready().API
@@ -145,6 +165,30 @@ func TestRelayEndToEnd(t *testing.T) {
 		t.Fatalf("host got %+v", r)
 	}
 
+	// The server API shows each allocation's counters, from its node.
+	allocPath := "/server/v1/relay/allocations/"
+	var hs, ps api.RelayAllocationResponse
+	if st := serverCall(t, s, "GET", allocPath+host.Data.Allocation.AllocationID, &hs); st != 200 {
+		t.Fatalf("host allocation: %d", st)
+	}
+	if a := hs.Allocation; !a.Live || !a.Host || a.Carrier != "udp" || a.Peers != 1 || a.PacketsOut != 1 || a.BytesOut == 0 ||
+		a.PacketsIn != 0 || a.BoundAt == nil || a.NodeID != s.Ready().NodeID {
+		t.Errorf("host allocation %+v", a)
+	}
+	if st := serverCall(t, s, "GET", allocPath+joiner.Data.Allocation.AllocationID, &ps); st != 200 {
+		t.Fatalf("player allocation: %d", st)
+	}
+	if a := ps.Allocation; !a.Live || a.Host || a.HostAllocationID != host.Data.Allocation.AllocationID || a.PacketsIn != 1 ||
+		a.BytesIn != hs.Allocation.BytesOut || a.PacketsOut != 0 {
+		t.Errorf("player allocation %+v", a)
+	}
+	if st := serverCall(t, s, "GET", allocPath+"00112233-4455-6677-8899-aabbccddeeff", nil); st != 404 {
+		t.Errorf("unknown allocation: %d, want 404", st)
+	}
+	if st := serverCall(t, s, "GET", allocPath+"xyz", nil); st != 400 {
+		t.Errorf("malformed allocation id: %d, want 400", st)
+	}
+
 	// The host leaves: its node reports the release, and the code dies.
 	h.send(&relaywire.Close{HasAllocationID: true, AllocationID: hid})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -162,6 +206,9 @@ func TestRelayEndToEnd(t *testing.T) {
 			t.Fatal("the join code outlived its host's CLOSE")
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+	if st := serverCall(t, s, "GET", allocPath+host.Data.Allocation.AllocationID, nil); st != 404 {
+		t.Errorf("released allocation: %d, want 404", st)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboardgg/switchboard/api"
+	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -54,6 +55,13 @@ type Config struct {
 	// Keys seals connection data and derives allocation keys; the relay
 	// nodes of the deployment hold the same secret. Required.
 	Keys *tokens.RelayKeyring
+	// Backbone reaches the relay nodes for an allocation's counters
+	// (control sets it); nil: GET /server/v1/relay/allocations/{id}
+	// answers 503 node_unavailable.
+	Backbone *backbone.Conn
+	// CommandTimeout bounds the wait for a relay node's answer. Zero
+	// means store.DefaultCommandTimeout.
+	CommandTimeout time.Duration
 	// AuthClient, if not nil, checks a Switchboard access token (control
 	// sets it); an *httpapi.Error of status 401 is answered 401.
 	AuthClient func(ctx context.Context, r *http.Request, now time.Time) (*store.Session, error)

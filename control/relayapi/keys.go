@@ -30,6 +30,7 @@ func (s *Server) Routes() []httpapi.Route {
 		{Method: "GET", Path: keys, Auth: httpapi.AuthServer, H: s.listKeys},
 		{Method: "DELETE", Path: keys + "/{key_id}", Auth: httpapi.AuthServer, H: s.revokeKey},
 		{Method: "GET", Path: "/server/v1/relay/nodes", Auth: httpapi.AuthServer, H: s.listNodes},
+		{Method: "GET", Path: "/server/v1/relay/allocations/{allocation_id}", Auth: httpapi.AuthServer, H: s.getAllocation},
 	}
 }
 
