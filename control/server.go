@@ -115,6 +115,11 @@ func New(cfg Config) (*Server, error) {
 		if s.relay, err = relayapi.New(rc); err != nil {
 			return nil, fmt.Errorf("control: relay API: %w", err)
 		}
+		if cfg.Registerer != nil {
+			if err := cfg.Registerer.Register(s.relay.Collector()); err != nil {
+				return nil, fmt.Errorf("control: relay metrics: %w", err)
+			}
+		}
 	}
 	s.handler = s.buildMux(s.routes())
 	s.srv = &http.Server{

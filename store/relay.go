@@ -227,3 +227,18 @@ func (db *DB) DeleteRelayAPIKey(ctx context.Context, id string) error {
 	}
 	return purge(ctx, db.relay.keys, "relay API key", id)
 }
+
+// CountRelayRecords returns the number of relay allocation records and of
+// join codes in the store, listing their keys (at most
+// backbone.DefaultKVMaxKeys of each).
+func (db *DB) CountRelayRecords(ctx context.Context) (allocations, codes int, err error) {
+	a, err := db.relay.allocs.Keys(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: count relay allocations: %w", err)
+	}
+	c, err := db.relay.codes.Keys(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: count relay join codes: %w", err)
+	}
+	return len(a), len(c), nil
+}

@@ -123,6 +123,7 @@ func TestRelayEndToEnd(t *testing.T) {
 	cfg.Relay = system.RelayConfig{UDPAddr: "127.0.0.1:0", WSAddr: "127.0.0.1:0"}
 	cfg.Relay.API.AllowAnonymous = true
 	cfg.API.PublishServerKey = true
+	cfg.Admin.Addr = "127.0.0.1:0"
 	cfg.Node.Node.Region = "eu"
 	s := start(t, cfg)
 	base := s.Ready().API
@@ -164,6 +165,10 @@ func TestRelayEndToEnd(t *testing.T) {
 	if r, ok := h.recv().(*relaywire.Relay); !ok || r.From != pid || !bytes.Equal(r.Data, []byte("hello host")) {
 		t.Fatalf("host got %+v", r)
 	}
+
+	// /metrics counts the live join code and the two allocations.
+	scrape(t, s, "switchboard_control_relay_join_codes 1", "switchboard_control_relay_allocation_records 2",
+		"switchboard_relay_allocations 2")
 
 	// The server API shows each allocation's counters, from its node.
 	allocPath := "/server/v1/relay/allocations/"
@@ -209,6 +214,23 @@ func TestRelayEndToEnd(t *testing.T) {
 	}
 	if st := serverCall(t, s, "GET", allocPath+host.Data.Allocation.AllocationID, nil); st != 404 {
 		t.Errorf("released allocation: %d, want 404", st)
+	}
+	scrape(t, s, "switchboard_control_relay_join_codes 0")
+}
+
+// scrape fails t unless the admin /metrics of s has every line of want.
+func scrape(t *testing.T, s *system.System, want ...string) {
+	t.Helper()
+	res, err := http.Get(s.Ready().Admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	for _, w := range want {
+		if !strings.Contains(string(b), "\n"+w+"\n") {
+			t.Errorf("/metrics has no line %q", w)
+		}
 	}
 }
 
