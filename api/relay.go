@@ -200,6 +200,12 @@ type RelayNode struct {
 	Version   string  `json:"version,omitempty"`
 }
 
+// RelayNodeResponse is the answer of POST
+// /server/v1/relay/nodes/{node_id}/drain.
+type RelayNodeResponse struct {
+	Node RelayNode `json:"node"`
+}
+
 // ListRelayNodesResponse is the answer of GET /server/v1/relay/nodes.
 type ListRelayNodesResponse struct {
 	Nodes []RelayNode `json:"nodes"`

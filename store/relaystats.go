@@ -10,9 +10,13 @@ import (
 	"github.com/switchboardgg/switchboard/backbone"
 )
 
-// VerbRelayAllocation is the verb of [RelayAllocationStats]: control asks
-// the relay node that holds an allocation for its counters.
-const VerbRelayAllocation = "relay_allocation"
+// Relay command verbs: control asks the relay node that holds an
+// allocation for its counters ([RelayAllocationStats]), and tells a relay
+// node to drain ([RelayDrain]).
+const (
+	VerbRelayAllocation = "relay_allocation"
+	VerbRelayDrain      = "relay_drain"
+)
 
 // RelayStatsRequest asks a relay node for one allocation's counters.
 type RelayStatsRequest struct {
@@ -57,24 +61,52 @@ func RelayAllocationStats(ctx context.Context, conn *backbone.Conn, nodeID, id s
 	return &st, nil
 }
 
-// ServeRelayStats answers [RelayAllocationStats] requests for relay node
-// nodeID with fn until stop is called; stop is idempotent and waits for
-// the requests still running.
-func ServeRelayStats(conn *backbone.Conn, nodeID string, fn func(id string) RelayStats) (stop func() error, err error) {
+// RelayDrain tells relay node nodeID to drain: it marks its registry
+// entry draining, so that control makes no new allocation on it, and
+// keeps serving its live allocations. When the node does not answer, the
+// error wraps ErrNodeUnavailable; a node that failed to write its entry
+// answers a *CommandError.
+func RelayDrain(ctx context.Context, conn *backbone.Conn, nodeID string) error {
+	_, err := SendCommand(ctx, conn, nodeID, VerbRelayDrain, &DrainRequest{})
+	return err
+}
+
+// RelayHandler executes the commands sent to one relay node.
+type RelayHandler struct {
+	// Stats returns the counters of allocation id (32 hex).
+	Stats func(id string) RelayStats
+	// Drain marks the node draining in the registry.
+	Drain func(ctx context.Context) error
+}
+
+// ServeRelayCommands answers [RelayAllocationStats] and [RelayDrain] for
+// relay node nodeID with h until stop is called; stop is idempotent and
+// waits for the requests still running.
+func ServeRelayCommands(conn *backbone.Conn, nodeID string, h RelayHandler) (stop func() error, err error) {
 	if !validID(nodeID) {
-		return nil, fmt.Errorf("store: serve relay stats of node %q: %w", nodeID, ErrInvalidID)
+		return nil, fmt.Errorf("store: serve relay commands of node %q: %w", nodeID, ErrInvalidID)
 	}
-	stop, err = conn.Handle(CommandSubject(nodeID, VerbRelayAllocation), "sb.node."+nodeID,
+	stopStats, err := conn.Handle(CommandSubject(nodeID, VerbRelayAllocation), "sb.node."+nodeID,
 		func(_ context.Context, data []byte) (any, error) {
 			var req RelayStatsRequest
 			if err := json.Unmarshal(data, &req); err != nil {
 				return nil, fmt.Errorf("store: relay stats request: %w", err)
 			}
-			st := fn(req.AllocationID)
+			st := h.Stats(req.AllocationID)
 			return &st, nil
 		})
 	if err != nil {
-		return nil, fmt.Errorf("store: serve relay stats of node %s: %w", nodeID, err)
+		return nil, fmt.Errorf("store: serve relay commands of node %s: %w", nodeID, err)
 	}
-	return stop, nil
+	stopDrain, err := conn.Handle(CommandSubject(nodeID, VerbRelayDrain), "sb.node."+nodeID,
+		serveVerb(func(ctx context.Context, _ *DrainRequest) (*CommandReply, error) {
+			if err := h.Drain(ctx); err != nil {
+				return nil, &CommandError{Code: CodeUnavailable, Message: "the relay node could not mark itself draining"}
+			}
+			return nil, nil
+		}))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("store: serve relay commands of node %s: %w", nodeID, err), stopStats())
+	}
+	return func() error { return errors.Join(stopStats(), stopDrain()) }, nil
 }

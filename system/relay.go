@@ -181,12 +181,23 @@ func (s *System) startRelay(ctx context.Context) error {
 		return err
 	}
 	s.wg.Go(reg.run)
-	stopStats, err := store.ServeRelayStats(bb, id, func(hexID string) store.RelayStats { return relayStats(r, hexID) })
+	stopCmds, err := store.ServeRelayCommands(bb, id, store.RelayHandler{
+		Stats: func(hexID string) store.RelayStats { return relayStats(r, hexID) },
+		Drain: func(ctx context.Context) error {
+			err := reg.drain(ctx)
+			if err != nil {
+				log.Warn("relay drain failed", "err", err)
+			} else {
+				log.Info("relay draining: no new allocations")
+			}
+			return err
+		},
+	})
 	if err != nil {
 		return fmt.Errorf("system: %w", err)
 	}
-	s.servers = append(s.servers, &server{name: "relay stats",
-		shutdown: func(context.Context) error { return stopStats() }, close: stopStats})
+	s.servers = append(s.servers, &server{name: "relay commands",
+		shutdown: func(context.Context) error { return stopCmds() }, close: stopCmds})
 	return nil
 }
 

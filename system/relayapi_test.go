@@ -238,3 +238,68 @@ func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// TestRelayDrain: draining a relay node through the server API stops new
+// allocations on it, while its host still takes a joiner and relays.
+func TestRelayDrain(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.Relay = system.RelayConfig{UDPAddr: "127.0.0.1:0"}
+	cfg.Relay.API.AllowAnonymous = true
+	cfg.API.PublishServerKey = true
+	s := start(t, cfg)
+	base := s.Ready().API
+
+	var host api.RelayResponse[api.RelayAllocationData]
+	if st := relayCall(t, base, "POST", "/relay/v1/allocate", `{"maxConnections":2}`, &host); st != 201 {
+		t.Fatalf("allocate: %d", st)
+	}
+	var code api.RelayResponse[api.RelayJoinCodeData]
+	if st := relayCall(t, base, "POST", "/relay/v1/joincode", `{"allocationId":"`+host.Data.Allocation.AllocationID+`"}`, &code); st != 200 {
+		t.Fatalf("joincode: %d", st)
+	}
+	if st := serverCall(t, s, "POST", "/server/v1/relay/nodes/no-such-node/drain", nil); st != 404 {
+		t.Errorf("drain of an unknown node: %d, want 404", st)
+	}
+	var drained api.RelayNodeResponse
+	if st := serverCall(t, s, "POST", "/server/v1/relay/nodes/"+s.Ready().NodeID+"/drain", &drained); st != 200 || !drained.Node.Draining {
+		t.Fatalf("drain: %d %+v", st, drained.Node)
+	}
+	// The registry shows it draining, and it gets no new allocation
+	// (control's registry cache may lag a moment).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		var nodes api.ListRelayNodesResponse
+		if st := serverCall(t, s, "GET", "/server/v1/relay/nodes", &nodes); st == 200 && len(nodes.Nodes) == 1 && nodes.Nodes[0].Draining &&
+			relayCall(t, base, "POST", "/relay/v1/allocate", `{"maxConnections":2}`, nil) == 503 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("a draining relay node still gets allocations")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	// Its host still takes a joiner, and relays.
+	var joiner api.RelayResponse[api.RelayAllocationData]
+	if st := relayCall(t, base, "POST", "/relay/v1/join", `{"joinCode":"`+code.Data.JoinCode+`"}`, &joiner); st != 200 {
+		t.Fatalf("join on a draining node: %d", st)
+	}
+	eps := host.Data.Allocation.ServerEndpoints
+	udp := net.JoinHostPort(eps[0].Host, itoa(eps[0].Port))
+	h, p := dialRelay(t, udp), dialRelay(t, udp)
+	hid := h.bind(host.Data.Allocation)
+	pid := p.bind(joiner.Data.Allocation)
+	cr, err := relaywire.NewConnectRequest(pid, joiner.Data.Allocation.HostConnectionData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.send(cr)
+	if acc, ok := p.recv().(*relaywire.Accepted); !ok || acc.From != hid {
+		t.Fatalf("CONNECT_REQUEST answered %+v", acc)
+	}
+	p.send(&relaywire.Relay{From: pid, To: hid, Data: []byte("still here")})
+	if r, ok := h.recv().(*relaywire.Relay); !ok || !bytes.Equal(r.Data, []byte("still here")) {
+		t.Fatalf("host got %+v", r)
+	}
+}

@@ -31,6 +31,7 @@ func (s *Server) Routes() []httpapi.Route {
 		{Method: "DELETE", Path: keys + "/{key_id}", Auth: httpapi.AuthServer, H: s.revokeKey},
 		{Method: "GET", Path: "/server/v1/relay/nodes", Auth: httpapi.AuthServer, H: s.listNodes},
 		{Method: "GET", Path: "/server/v1/relay/allocations/{allocation_id}", Auth: httpapi.AuthServer, H: s.getAllocation},
+		{Method: "POST", Path: "/server/v1/relay/nodes/{node_id}/drain", Auth: httpapi.AuthServer, H: s.drainNode},
 	}
 }
 
@@ -46,10 +47,18 @@ func (s *Server) listNodes(ctx context.Context, _ *httpapi.Call) (int, any, erro
 		if addrs == nil {
 			addrs = map[string]string{}
 		}
-		out.Nodes = append(out.Nodes, api.RelayNode{NodeID: n.NodeID, Region: n.Region, Addresses: addrs, Load: n.Load,
-			Draining: n.Draining, BootEpoch: n.BootEpoch, StartedAt: api.NewTime(n.StartedAt), Version: n.Version})
+		out.Nodes = append(out.Nodes, relayNodeJSON(n))
 	}
 	return http.StatusOK, &out, nil
+}
+
+func relayNodeJSON(n *store.Node) api.RelayNode {
+	addrs := n.Addresses
+	if addrs == nil {
+		addrs = map[string]string{}
+	}
+	return api.RelayNode{NodeID: n.NodeID, Region: n.Region, Addresses: addrs, Load: n.Load,
+		Draining: n.Draining, BootEpoch: n.BootEpoch, StartedAt: api.NewTime(n.StartedAt), Version: n.Version}
 }
 
 func validName(s string, max int) bool {

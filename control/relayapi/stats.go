@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
@@ -33,11 +34,7 @@ func (s *Server) getAllocation(ctx context.Context, c *httpapi.Call) (int, any, 
 	if s.cfg.Backbone == nil {
 		return 0, nil, unavailable
 	}
-	timeout := s.cfg.CommandTimeout
-	if timeout <= 0 {
-		timeout = store.DefaultCommandTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, s.commandTimeout())
 	defer cancel()
 	st, err := store.RelayAllocationStats(ctx, s.cfg.Backbone, rec.NodeID, id)
 	if errors.Is(err, store.ErrNodeUnavailable) {
@@ -62,4 +59,44 @@ func hexUUID(h string) string {
 		return h
 	}
 	return uuidString([16]byte(b))
+}
+
+// drainNode: POST /server/v1/relay/nodes/{node_id}/drain. The node marks
+// its registry entry draining (no new allocations; joiners of its hosts
+// still go to it) and keeps relaying for its live allocations.
+func (s *Server) drainNode(ctx context.Context, c *httpapi.Call) (int, any, error) {
+	id := c.R.PathValue("node_id")
+	n, err := s.db.GetRoleNode(ctx, store.RoleRelay, id)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalidID) {
+		return 0, nil, httpapi.NotFound("no live relay node with that id")
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	unavailable := httpapi.Unavailable("the relay node did not answer", api.ReasonRelayNodeUnavailable)
+	if s.cfg.Backbone == nil {
+		return 0, nil, unavailable
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.commandTimeout())
+	defer cancel()
+	err = store.RelayDrain(ctx, s.cfg.Backbone, id)
+	var ce *store.CommandError
+	switch {
+	case errors.As(err, &ce):
+		return 0, nil, httpapi.Unavailable(ce.Message, api.ReasonRelayNodeUnavailable)
+	case errors.Is(err, store.ErrNodeUnavailable):
+		return 0, nil, unavailable
+	case err != nil:
+		return 0, nil, err
+	}
+	n.Draining = true
+	out := relayNodeJSON(n)
+	return http.StatusOK, &api.RelayNodeResponse{Node: out}, nil
+}
+
+func (s *Server) commandTimeout() time.Duration {
+	if s.cfg.CommandTimeout > 0 {
+		return s.cfg.CommandTimeout
+	}
+	return store.DefaultCommandTimeout
 }
