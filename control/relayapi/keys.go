@@ -43,10 +43,6 @@ func (s *Server) listNodes(ctx context.Context, _ *httpapi.Call) (int, any, erro
 	}
 	out := api.ListRelayNodesResponse{Nodes: make([]api.RelayNode, 0, len(nodes))}
 	for _, n := range nodes {
-		addrs := n.Addresses
-		if addrs == nil {
-			addrs = map[string]string{}
-		}
 		out.Nodes = append(out.Nodes, relayNodeJSON(n))
 	}
 	return http.StatusOK, &out, nil
