@@ -18,6 +18,7 @@ const (
 	RelayCodeEntityNotFound     = 15404 // 404: no such endpoint
 	RelayCodeMethodNotAllowed   = 15405 // 405
 	RelayCodeRateLimited        = 15429 // 429
+	RelayCodeQuotaExceeded      = 15430 // 429: too many live allocations for the API key or source address
 	RelayCodeInternal           = 15500 // 500
 	RelayCodeServiceUnavailable = 15503 // 503
 )

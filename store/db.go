@@ -192,6 +192,7 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 		{"relayallocs", "switchboard relay allocations", cfg.RelayTTL},
 		{"relaycodes", "switchboard relay join codes", cfg.RelayTTL},
 		{"relaykeys", "switchboard relay API keys", 0},
+		{"relayquota", "switchboard relay quota marks", cfg.RelayTTL},
 	}
 	for _, b := range buckets {
 		kv, err := conn.KeyValue(ctx, jetstream.KeyValueConfig{
@@ -220,6 +221,7 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 		allocs: backbone.NewKV[RelayAllocation](raw["relayallocs"], kvc("relay allocation")),
 		codes:  backbone.NewKV[RelayJoinCode](raw["relaycodes"], kvc("relay join code")),
 		keys:   backbone.NewKV[RelayAPIKey](raw["relaykeys"], kvc("relay API key")),
+		quota:  backbone.NewKV[RelayQuotaMark](raw["relayquota"], kvc("relay quota mark")),
 	}
 	db.roomW = newCombiner(db)
 	return db, nil

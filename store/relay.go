@@ -21,6 +21,7 @@ type relayBuckets struct {
 	allocs *backbone.KV[RelayAllocation]
 	codes  *backbone.KV[RelayJoinCode]
 	keys   *backbone.KV[RelayAPIKey]
+	quota  *backbone.KV[RelayQuotaMark]
 }
 
 // RelayAllocation is an allocation made by control, keyed by its id in
@@ -40,6 +41,8 @@ type RelayAllocation struct {
 	MaxConnections int       `json:"max_connections"`
 	CreatedAt      time.Time `json:"created_at"`
 	ExpiresAt      time.Time `json:"expires_at"`
+	// QuotaKeys are its quota marks ([DB.AddRelayQuota]), purged with it.
+	QuotaKeys []string `json:"quota_keys,omitempty"`
 }
 
 // RelayJoinCode is a live join code, keyed by the code in upper case.
@@ -165,6 +168,9 @@ func (db *DB) ReleaseRelayAllocation(ctx context.Context, id string) error {
 		if err := purge(ctx, db.relay.codes, "relay join code", a.JoinCode); err != nil {
 			return err
 		}
+	}
+	if err := db.dropRelayQuota(ctx, a.QuotaKeys); err != nil {
+		return err
 	}
 	return purge(ctx, db.relay.allocs, "relay allocation", id)
 }

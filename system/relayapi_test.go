@@ -303,3 +303,85 @@ func TestRelayDrain(t *testing.T) {
 		t.Fatalf("host got %+v", r)
 	}
 }
+
+// TestRelayQuotas: live allocations are limited per source address and
+// per API key; a release frees the address's quota.
+func TestRelayQuotas(t *testing.T) {
+	cfg := testConfig(t.TempDir())
+	cfg.Relay = system.RelayConfig{UDPAddr: "127.0.0.1:0"}
+	cfg.Relay.API.AllowAnonymous = true
+	cfg.Relay.API.MaxAllocationsPerAddress = 2
+	cfg.API.PublishServerKey = true
+	s := start(t, cfg)
+	base := s.Ready().API
+
+	over := func(bearer string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+"/relay/v1/allocate", strings.NewReader(`{"maxConnections":1}`))
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var p api.RelayProblem
+		if err := json.NewDecoder(res.Body).Decode(&p); err != nil || res.StatusCode != 429 || p.Code != api.RelayCodeQuotaExceeded {
+			t.Fatalf("allocate over the quota: %d %+v %v, want 429 code %d", res.StatusCode, p, err, api.RelayCodeQuotaExceeded)
+		}
+	}
+	var first api.RelayResponse[api.RelayAllocationData]
+	if st := relayCall(t, base, "POST", "/relay/v1/allocate", `{"maxConnections":1}`, &first); st != 201 {
+		t.Fatalf("allocate 1: %d", st)
+	}
+	if st := relayCall(t, base, "POST", "/relay/v1/allocate", `{"maxConnections":1}`, nil); st != 201 {
+		t.Fatalf("allocate 2: %d", st)
+	}
+	over("")
+
+	// The first host binds and leaves: its node reports the release,
+	// which frees a place.
+	eps := first.Data.Allocation.ServerEndpoints
+	h := dialRelay(t, net.JoinHostPort(eps[0].Host, itoa(eps[0].Port)))
+	hid := h.bind(first.Data.Allocation)
+	h.send(&relaywire.Close{HasAllocationID: true, AllocationID: hid})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for relayCall(t, base, "POST", "/relay/v1/allocate", `{"maxConnections":1}`, nil) != 201 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("a release did not free the address's quota")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	over("")
+
+	// Per API key, with the address limit off: another process.
+	cfg = testConfig(t.TempDir())
+	cfg.Relay = system.RelayConfig{UDPAddr: "127.0.0.1:0"}
+	cfg.Relay.API.MaxAllocationsPerKey = 1
+	cfg.Relay.API.MaxAllocationsPerAddress = -1
+	cfg.API.PublishServerKey = true
+	s = start(t, cfg)
+	base = s.Ready().API
+	req, _ := http.NewRequest("POST", base+"/server/v1/relay/keys", strings.NewReader(`{"name":"game"}`))
+	req.Header.Set("Authorization", "Bearer "+s.Ready().ServerKey)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key api.RelayKeyResponse
+	err = json.NewDecoder(res.Body).Decode(&key)
+	res.Body.Close()
+	if err != nil || res.StatusCode != 201 {
+		t.Fatalf("create key: %d %v", res.StatusCode, err)
+	}
+	req, _ = http.NewRequest("POST", base+"/relay/v1/allocate", strings.NewReader(`{"maxConnections":1}`))
+	req.Header.Set("Authorization", "Bearer "+key.Key.Secret)
+	if res, err = http.DefaultClient.Do(req); err != nil || res.StatusCode != 201 {
+		t.Fatalf("allocate with the key: %v %v", err, res)
+	}
+	res.Body.Close()
+	over(key.Key.Secret)
+}

@@ -34,6 +34,12 @@ const (
 	// address (an IPv6 /64), whoever the player: 20^6 codes must not be
 	// guessable by brute force.
 	DefaultJoinsPerMinutePerAddress = 30
+	// DefaultMaxAllocationsPerKey bounds the live allocations made with
+	// one relay API key (hosts and joiners).
+	DefaultMaxAllocationsPerKey = 1000
+	// DefaultMaxAllocationsPerAddress bounds the live allocations made
+	// from one source address, whatever the credential.
+	DefaultMaxAllocationsPerAddress = 50
 	// DefaultMaxBodyBytes bounds a request body.
 	DefaultMaxBodyBytes = 4 << 10
 	// DefaultMaxRateLimitKeys bounds the players and addresses each limiter
@@ -99,6 +105,14 @@ type Config struct {
 	JoinsPerMinutePerAddress int
 	// MaxBodyBytes bounds a request body. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxAllocationsPerKey bounds the live allocations (not released, not
+	// expired) made with one relay API key. Zero means
+	// DefaultMaxAllocationsPerKey; negative: no limit.
+	MaxAllocationsPerKey int
+	// MaxAllocationsPerAddress bounds the live allocations made from one
+	// source address. Zero means DefaultMaxAllocationsPerAddress;
+	// negative: no limit.
+	MaxAllocationsPerAddress int
 	// MaxRateLimitKeys bounds the keys of each limiter. Zero means
 	// DefaultMaxRateLimitKeys.
 	MaxRateLimitKeys int
