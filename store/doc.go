@@ -32,6 +32,7 @@
 //	<prefix>_relayallocs  hex allocation id (32)    RelayAllocation  Config.RelayTTL (12 h)
 //	<prefix>_relaycodes   join code, upper case     RelayJoinCode    Config.RelayTTL
 //	<prefix>_relaykeys    key id (16 hex)           RelayAPIKey      none
+//	<prefix>_relayquota   <hex SHA-256(scope)[:16]>.<expiry unix>.<allocation id>  RelayQuotaMark  Config.RelayTTL
 //
 // The TTL of a bucket counts from a record's last write.
 //

@@ -169,7 +169,7 @@ func (db *DB) ReleaseRelayAllocation(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	if err := db.dropRelayQuota(ctx, a.QuotaKeys); err != nil {
+	if err := db.DropRelayQuota(ctx, a.QuotaKeys); err != nil {
 		return err
 	}
 	return purge(ctx, db.relay.allocs, "relay allocation", id)

@@ -56,15 +56,16 @@ func (db *DB) AddRelayQuota(ctx context.Context, id string, exp time.Time, scope
 	for _, sc := range scopes {
 		k := quotaPrefix(sc) + "." + strconv.FormatInt(exp.Unix(), 10) + "." + id
 		if _, err := db.relay.quota.Put(ctx, k, &RelayQuotaMark{ExpiresAt: exp}); err != nil {
-			return nil, errors.Join(fmt.Errorf("store: relay quota: %w", err), db.dropRelayQuota(ctx, keys))
+			return nil, errors.Join(fmt.Errorf("store: relay quota: %w", err), db.DropRelayQuota(ctx, keys))
 		}
 		keys = append(keys, k)
 	}
 	return keys, nil
 }
 
-// dropRelayQuota purges quota marks.
-func (db *DB) dropRelayQuota(ctx context.Context, keys []string) error {
+// DropRelayQuota purges quota marks: those of an allocation whose record
+// could not be stored, or of a released one.
+func (db *DB) DropRelayQuota(ctx context.Context, keys []string) error {
 	var errs []error
 	for _, k := range keys {
 		if err := db.relay.quota.Purge(ctx, k); err != nil {
@@ -72,10 +73,4 @@ func (db *DB) dropRelayQuota(ctx context.Context, keys []string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// DropRelayQuota purges the quota marks of an allocation whose record
-// could not be stored.
-func (db *DB) DropRelayQuota(ctx context.Context, keys []string) error {
-	return db.dropRelayQuota(ctx, keys)
 }
