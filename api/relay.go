@@ -18,6 +18,7 @@ const (
 	RelayCodeEntityNotFound     = 15404 // 404: no such endpoint
 	RelayCodeMethodNotAllowed   = 15405 // 405
 	RelayCodeRateLimited        = 15429 // 429
+	RelayCodeQuotaExceeded      = 15430 // 429: too many live allocations for the API key or source address
 	RelayCodeInternal           = 15500 // 500
 	RelayCodeServiceUnavailable = 15503 // 503
 )
@@ -200,7 +201,53 @@ type RelayNode struct {
 	Version   string  `json:"version,omitempty"`
 }
 
+// RelayNodeResponse is the answer of POST
+// /server/v1/relay/nodes/{node_id}/drain.
+type RelayNodeResponse struct {
+	Node RelayNode `json:"node"`
+}
+
 // ListRelayNodesResponse is the answer of GET /server/v1/relay/nodes.
 type ListRelayNodesResponse struct {
 	Nodes []RelayNode `json:"nodes"`
 }
+
+// RelayAllocationStatus is an allocation as GET
+// /server/v1/relay/allocations/{allocation_id} shows it: control's record
+// and, when its relay node holds it, the node's counters.
+type RelayAllocationStatus struct {
+	AllocationID string `json:"allocation_id"` // UUID, as the relay API gives it
+	NodeID       string `json:"node_id"`
+	Region       string `json:"region,omitempty"`
+	// Host reports a host's allocation; a joiner's has HostAllocationID.
+	Host             bool   `json:"host"`
+	HostAllocationID string `json:"host_allocation_id,omitempty"`
+	CreatedAt        Time   `json:"created_at"`
+	ExpiresAt        Time   `json:"expires_at"`
+	// Live is true when the node holds the allocation: a client bound it
+	// and it is not released. The fields below are zero otherwise.
+	Live bool `json:"live"`
+	// Carrier is "udp" or "ws", the carrier of the last bind.
+	Carrier string `json:"carrier,omitempty"`
+	// Peers is the number of connected peers.
+	Peers int `json:"peers"`
+	// BoundAt is the first bind; AgeSeconds counts from it.
+	BoundAt    *Time   `json:"bound_at,omitempty"`
+	AgeSeconds float64 `json:"age_seconds"`
+	// PacketsIn and BytesIn count the RELAY messages the allocation sent
+	// that were forwarded; PacketsOut and BytesOut those forwarded to it.
+	PacketsIn  uint64 `json:"packets_in"`
+	BytesIn    uint64 `json:"bytes_in"`
+	PacketsOut uint64 `json:"packets_out"`
+	BytesOut   uint64 `json:"bytes_out"`
+}
+
+// RelayAllocationResponse is the answer of GET
+// /server/v1/relay/allocations/{allocation_id}.
+type RelayAllocationResponse struct {
+	Allocation RelayAllocationStatus `json:"allocation"`
+}
+
+// ReasonRelayNodeUnavailable (503): the relay node of an allocation did
+// not answer.
+const ReasonRelayNodeUnavailable = "relay_node_unavailable"

@@ -130,6 +130,7 @@ func New(cfg Config) (*Server, error) {
 		rc := *cfg.Relay
 		rc.DB, rc.AuthClient, rc.Metrics = cfg.DB, s.authClient, s.metrics
 		rc.RequestTimeout, rc.MaxRateLimitKeys = cfg.RequestTimeout, cfg.MaxRateLimitKeys
+		rc.Backbone, rc.CommandTimeout = cfg.Backbone, cfg.CommandTimeout
 		if rc.Logger == nil {
 			rc.Logger = cfg.Logger
 		}
@@ -138,6 +139,11 @@ func New(cfg Config) (*Server, error) {
 		}
 		if s.relay, err = relayapi.New(rc); err != nil {
 			return nil, fmt.Errorf("control: relay API: %w", err)
+		}
+		if cfg.Registerer != nil {
+			if err := cfg.Registerer.Register(s.relay.Collector()); err != nil {
+				return nil, fmt.Errorf("control: relay metrics: %w", err)
+			}
 		}
 	}
 	s.handler = s.buildMux(s.routes())

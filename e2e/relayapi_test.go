@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -294,6 +295,25 @@ func TestServeRelayTwoRegions(t *testing.T) {
 	if st := relayREST(t, base, "", "GET", "/qos/v1/servers?service=relay&region=eu", "", &qos); st != 200 ||
 		len(qos.Data.Servers) != 1 || qos.Data.Servers[0].Endpoints[0] != relayUDPOf(eu) {
 		t.Fatalf("qos servers: %d %+v", st, qos.Data)
+	}
+
+	// Draining the us relay through the CLI: listed draining; the eu
+	// relay's live allocations are untouched.
+	out, err := exec.Command(binary, "relay", "nodes", "drain", "relay-us", "--api", base, "--server-key", "e2e-server-key-0123456789").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "relay node relay-us draining") {
+		t.Fatalf("relay nodes drain: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(binary, "relay", "nodes", "drain", "relay-nope", "--api", base, "--server-key", "e2e-server-key-0123456789").CombinedOutput(); err == nil {
+		t.Fatalf("relay nodes drain of an unknown node succeeded:\n%s", out)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		nodes, err := exec.Command(binary, "relay", "nodes", "--api", base, "--server-key", "e2e-server-key-0123456789").Output()
+		if err == nil && regexp.MustCompile(`relay-us\s.*draining`).Match(nodes) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("relay-us not listed draining:\n%s", nodes)
+		}
 	}
 
 	// The eu relay stops: its registry entry goes, and its codes die.

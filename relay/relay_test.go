@@ -231,7 +231,9 @@ func TestSession(t *testing.T) {
 	}
 	// The writer counts a batch after sendmmsg returns, which can be
 	// after the client has read the last answer: wait for the count.
-	out := func() float64 { return testutil.ToFloat64(f.counter("switchboard_relay_packets_total", "direction", "out")) }
+	out := func() float64 {
+		return testutil.ToFloat64(f.counter("switchboard_relay_packets_total", "direction", "out"))
+	}
 	for deadline := time.Now().Add(5 * time.Second); out() < 8 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -199,6 +199,7 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 		{"relayallocs", "switchboard relay allocations", cfg.RelayTTL},
 		{"relaycodes", "switchboard relay join codes", cfg.RelayTTL},
 		{"relaykeys", "switchboard relay API keys", 0},
+		{"relayquota", "switchboard relay quota marks", cfg.RelayTTL},
 		{"p2pnets", "switchboard p2p networks", cfg.P2PNetworkTTL},
 		{"p2pcodes", "switchboard p2p join codes", cfg.P2PNetworkTTL},
 	}
@@ -229,6 +230,7 @@ func Open(ctx context.Context, conn *backbone.Conn, cfg Config) (*DB, error) {
 		allocs: backbone.NewKV[RelayAllocation](raw["relayallocs"], kvc("relay allocation")),
 		codes:  backbone.NewKV[RelayJoinCode](raw["relaycodes"], kvc("relay join code")),
 		keys:   backbone.NewKV[RelayAPIKey](raw["relaykeys"], kvc("relay API key")),
+		quota:  backbone.NewKV[RelayQuotaMark](raw["relayquota"], kvc("relay quota mark")),
 	}
 	db.p2p = p2pBuckets{
 		nets:  backbone.NewKV[P2PNetwork](raw["p2pnets"], kvc("p2p network")),

@@ -32,6 +32,7 @@
 //	<prefix>_relayallocs  hex allocation id (32)    RelayAllocation  Config.RelayTTL (12 h)
 //	<prefix>_relaycodes   join code, upper case     RelayJoinCode    Config.RelayTTL
 //	<prefix>_relaykeys    key id (16 hex)           RelayAPIKey      none
+//	<prefix>_relayquota   <hex SHA-256(scope)[:16]>.<expiry unix>.<allocation id>  RelayQuotaMark  Config.RelayTTL
 //	<prefix>_p2pnets   network name                 P2PNetwork    Config.P2PNetworkTTL (30 days)
 //	<prefix>_p2pcodes  hex SHA-256 of a join code   P2PJoinCode   Config.P2PNetworkTTL
 //

@@ -21,6 +21,7 @@ type relayBuckets struct {
 	allocs *backbone.KV[RelayAllocation]
 	codes  *backbone.KV[RelayJoinCode]
 	keys   *backbone.KV[RelayAPIKey]
+	quota  *backbone.KV[RelayQuotaMark]
 }
 
 // RelayAllocation is an allocation made by control, keyed by its id in
@@ -40,6 +41,8 @@ type RelayAllocation struct {
 	MaxConnections int       `json:"max_connections"`
 	CreatedAt      time.Time `json:"created_at"`
 	ExpiresAt      time.Time `json:"expires_at"`
+	// QuotaKeys are its quota marks ([DB.AddRelayQuota]), purged with it.
+	QuotaKeys []string `json:"quota_keys,omitempty"`
 }
 
 // RelayJoinCode is a live join code, keyed by the code in upper case.
@@ -166,6 +169,9 @@ func (db *DB) ReleaseRelayAllocation(ctx context.Context, id string) error {
 			return err
 		}
 	}
+	if err := db.DropRelayQuota(ctx, a.QuotaKeys); err != nil {
+		return err
+	}
 	return purge(ctx, db.relay.allocs, "relay allocation", id)
 }
 
@@ -226,4 +232,19 @@ func (db *DB) DeleteRelayAPIKey(ctx context.Context, id string) error {
 		return err
 	}
 	return purge(ctx, db.relay.keys, "relay API key", id)
+}
+
+// CountRelayRecords returns the number of relay allocation records and of
+// join codes in the store, listing their keys (at most
+// backbone.DefaultKVMaxKeys of each).
+func (db *DB) CountRelayRecords(ctx context.Context) (allocations, codes int, err error) {
+	a, err := db.relay.allocs.Keys(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: count relay allocations: %w", err)
+	}
+	c, err := db.relay.codes.Keys(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("store: count relay join codes: %w", err)
+	}
+	return len(a), len(c), nil
 }

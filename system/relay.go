@@ -110,7 +110,7 @@ func (s *System) startRelay(ctx context.Context) error {
 			return err
 		}
 	}
-	_, db, err := s.connect(ctx, "relay")
+	bb, db, err := s.connect(ctx, "relay")
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,38 @@ func (s *System) startRelay(ctx context.Context) error {
 		return err
 	}
 	s.wg.Go(reg.run)
+	stopCmds, err := store.ServeRelayCommands(bb, id, store.RelayHandler{
+		Stats: func(hexID string) store.RelayStats { return relayStats(r, hexID) },
+		Drain: func(ctx context.Context) error {
+			err := reg.drain(ctx)
+			if err != nil {
+				log.Warn("relay drain failed", "err", err)
+			} else {
+				log.Info("relay draining: no new allocations")
+			}
+			return err
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("system: %w", err)
+	}
+	s.servers = append(s.servers, &server{name: "relay commands",
+		shutdown: func(context.Context) error { return stopCmds() }, close: stopCmds})
 	return nil
+}
+
+// relayStats answers control's question about one allocation of r.
+func relayStats(r *relay.Server, hexID string) store.RelayStats {
+	b, err := hex.DecodeString(hexID)
+	if err != nil || len(b) != 16 {
+		return store.RelayStats{}
+	}
+	a, ok := r.Allocation([16]byte(b))
+	if !ok {
+		return store.RelayStats{}
+	}
+	return store.RelayStats{Live: true, Host: a.Host, Carrier: a.Carrier, Peers: a.Peers, BoundAt: a.Created.UTC(),
+		PacketsIn: a.PacketsIn, BytesIn: a.BytesIn, PacketsOut: a.PacketsOut, BytesOut: a.BytesOut}
 }
 
 // relayEntry is the node's registry entry: the public addresses clients

@@ -48,3 +48,14 @@ func (c *Client) ListRelayNodes(ctx context.Context) ([]RelayNode, error) {
 	}
 	return resp.Nodes, nil
 }
+
+// DrainRelayNode drains relay node nodeID: control makes no new
+// allocation on it; it keeps serving its live ones. It returns the node
+// as marked.
+func (c *Client) DrainRelayNode(ctx context.Context, nodeID string) (*RelayNode, error) {
+	var resp api.RelayNodeResponse
+	if err := c.do(ctx, http.MethodPost, "/server/v1/relay/nodes/"+url.PathEscape(nodeID)+"/drain", nil, &resp); err != nil {
+		return nil, err
+	}
+	return &resp.Node, nil
+}

@@ -40,6 +40,26 @@ func newRelayCmd() *cobra.Command {
 		},
 	}
 	nf.register(nodes)
+	var df apiFlags
+	drain := &cobra.Command{
+		Use:   "drain NODE_ID",
+		Short: "Drain a relay node: no new allocations go to it; it keeps relaying for its live ones",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := df.backend()
+			if err != nil {
+				return err
+			}
+			n, err := c.DrainRelayNode(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "relay node %s draining (load %.2f)\n", n.NodeID, n.Load)
+			return nil
+		},
+	}
+	df.register(drain)
+	nodes.AddCommand(drain)
 	keys := &cobra.Command{
 		Use:   "keys",
 		Short: "Create, list and revoke relay API keys (the Bearer a game sends to /relay/v1)",

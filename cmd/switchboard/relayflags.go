@@ -47,6 +47,8 @@ func addRelayAPIFlags(f *pflag.FlagSet, o *systemOptions) {
 	f.StringVar(&c.DefaultRegion, "relay-default-region", "", "region of an allocation that names none (default: the least-loaded relay of any region)")
 	f.IntVar(&c.RequestsPerMinute, "relay-rate", relayapi.DefaultRequestsPerMinute, "relay REST calls per minute, per player and call; negative turns the limit off")
 	f.IntVar(&c.JoinsPerMinutePerAddress, "relay-join-rate", relayapi.DefaultJoinsPerMinutePerAddress, "relay joins with a code per minute and source address; negative turns the limit off")
+	f.IntVar(&c.MaxAllocationsPerKey, "relay-max-allocations-per-key", relayapi.DefaultMaxAllocationsPerKey, "live relay allocations (hosts and joiners) one relay API key may hold; negative turns the limit off")
+	f.IntVar(&c.MaxAllocationsPerAddress, "relay-max-allocations-per-address", relayapi.DefaultMaxAllocationsPerAddress, "live relay allocations one source address may hold, whatever the credentials; negative turns the limit off")
 	f.IntVar(&c.JoinCodeLength, "relay-join-code-length", relayapi.DefaultJoinCodeLength, "length of new join codes, 6 to 12")
 	f.DurationVar(&c.AllocationTTL, "relay-allocation-ttl", relayapi.DefaultAllocationTTL, "how long an allocation's connection data stays valid (a client may re-bind until then)")
 }

@@ -92,10 +92,48 @@ func (s *Server) newAllocation(ctx context.Context, c *call, n *store.Node, host
 		return nil, nil, fmt.Errorf("relayapi: seal: %w", err)
 	}
 	a.ConnectionData = blob
-	if err := s.db.CreateRelayAllocation(ctx, a); err != nil {
+	scopes, err := s.quota(ctx, c)
+	if err != nil {
 		return nil, nil, err
 	}
+	if a.QuotaKeys, err = s.db.AddRelayQuota(ctx, a.AllocationID, a.ExpiresAt, scopes...); err != nil {
+		return nil, nil, err
+	}
+	if err := s.db.CreateRelayAllocation(ctx, a); err != nil {
+		return nil, nil, errors.Join(err, s.db.DropRelayQuota(ctx, a.QuotaKeys))
+	}
 	return a, blob, nil
+}
+
+// quota checks the live allocations of the caller's API key and source
+// address against their limits, and returns the scopes the new
+// allocation counts against. Two requests at once may both pass at the
+// limit: the quota is exact to within the requests in flight.
+func (s *Server) quota(ctx context.Context, c *call) ([]string, error) {
+	type limit struct {
+		scope, what string
+		max         int
+	}
+	var limits []limit
+	if c.who.key != "" && s.cfg.MaxAllocationsPerKey > 0 {
+		limits = append(limits, limit{"key:" + c.who.key, "API key", s.cfg.MaxAllocationsPerKey})
+	}
+	if s.cfg.MaxAllocationsPerAddress > 0 {
+		limits = append(limits, limit{"addr:" + httpapi.ClientIP(c.r), "source address", s.cfg.MaxAllocationsPerAddress})
+	}
+	scopes := make([]string, 0, len(limits))
+	for _, l := range limits {
+		n, err := s.db.CountRelayQuota(ctx, l.scope, c.now)
+		if err != nil {
+			return nil, err
+		}
+		if n >= l.max {
+			return nil, &problem{status: http.StatusTooManyRequests, code: api.RelayCodeQuotaExceeded,
+				detail: fmt.Sprintf("this %s has %d live allocations, its limit; release one (CLOSE) or wait for one to expire", l.what, l.max)}
+		}
+		scopes = append(scopes, l.scope)
+	}
+	return scopes, nil
 }
 
 // answer is the allocation as Unity's API shows it.

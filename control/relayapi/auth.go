@@ -29,6 +29,9 @@ type principal struct {
 	owner string
 	// player is the key of the per-player rate limits.
 	player string
+	// key is the relay API key's id, for its quota; empty for other
+	// credentials.
+	key string
 }
 
 // APIKeyPrefix starts every relay API key.
@@ -67,7 +70,7 @@ func (s *Server) authenticate(ctx context.Context, r *http.Request, now time.Tim
 		if err != nil {
 			return principal{}, err
 		}
-		return principal{owner: "project:" + k.Project, player: "key:" + k.KeyID + "@" + ip}, nil
+		return principal{owner: "project:" + k.Project, player: "key:" + k.KeyID + "@" + ip, key: k.KeyID}, nil
 	}
 	if s.unity != nil {
 		if sub, err := s.unity.verify(tok, s.cfg.UnityIssuer, now); err == nil {

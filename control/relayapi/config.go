@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/switchboardgg/switchboard/api"
+	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
@@ -33,6 +34,12 @@ const (
 	// address (an IPv6 /64), whoever the player: 20^6 codes must not be
 	// guessable by brute force.
 	DefaultJoinsPerMinutePerAddress = 30
+	// DefaultMaxAllocationsPerKey bounds the live allocations made with
+	// one relay API key (hosts and joiners).
+	DefaultMaxAllocationsPerKey = 1000
+	// DefaultMaxAllocationsPerAddress bounds the live allocations made
+	// from one source address, whatever the credential.
+	DefaultMaxAllocationsPerAddress = 50
 	// DefaultMaxBodyBytes bounds a request body.
 	DefaultMaxBodyBytes = 4 << 10
 	// DefaultMaxRateLimitKeys bounds the players and addresses each limiter
@@ -54,6 +61,13 @@ type Config struct {
 	// Keys seals connection data and derives allocation keys; the relay
 	// nodes of the deployment hold the same secret. Required.
 	Keys *tokens.RelayKeyring
+	// Backbone reaches the relay nodes for an allocation's counters
+	// (control sets it); nil: GET /server/v1/relay/allocations/{id}
+	// answers 503 node_unavailable.
+	Backbone *backbone.Conn
+	// CommandTimeout bounds the wait for a relay node's answer. Zero
+	// means store.DefaultCommandTimeout.
+	CommandTimeout time.Duration
 	// AuthClient, if not nil, checks a Switchboard access token (control
 	// sets it); an *httpapi.Error of status 401 is answered 401.
 	AuthClient func(ctx context.Context, r *http.Request, now time.Time) (*store.Session, error)
@@ -91,6 +105,14 @@ type Config struct {
 	JoinsPerMinutePerAddress int
 	// MaxBodyBytes bounds a request body. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// MaxAllocationsPerKey bounds the live allocations (not released, not
+	// expired) made with one relay API key. Zero means
+	// DefaultMaxAllocationsPerKey; negative: no limit.
+	MaxAllocationsPerKey int
+	// MaxAllocationsPerAddress bounds the live allocations made from one
+	// source address. Zero means DefaultMaxAllocationsPerAddress;
+	// negative: no limit.
+	MaxAllocationsPerAddress int
 	// MaxRateLimitKeys bounds the keys of each limiter. Zero means
 	// DefaultMaxRateLimitKeys.
 	MaxRateLimitKeys int

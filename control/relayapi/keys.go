@@ -30,6 +30,8 @@ func (s *Server) Routes() []httpapi.Route {
 		{Method: "GET", Path: keys, Auth: httpapi.AuthServer, H: s.listKeys},
 		{Method: "DELETE", Path: keys + "/{key_id}", Auth: httpapi.AuthServer, H: s.revokeKey},
 		{Method: "GET", Path: "/server/v1/relay/nodes", Auth: httpapi.AuthServer, H: s.listNodes},
+		{Method: "GET", Path: "/server/v1/relay/allocations/{allocation_id}", Auth: httpapi.AuthServer, H: s.getAllocation},
+		{Method: "POST", Path: "/server/v1/relay/nodes/{node_id}/drain", Auth: httpapi.AuthServer, H: s.drainNode},
 	}
 }
 
@@ -41,14 +43,18 @@ func (s *Server) listNodes(ctx context.Context, _ *httpapi.Call) (int, any, erro
 	}
 	out := api.ListRelayNodesResponse{Nodes: make([]api.RelayNode, 0, len(nodes))}
 	for _, n := range nodes {
-		addrs := n.Addresses
-		if addrs == nil {
-			addrs = map[string]string{}
-		}
-		out.Nodes = append(out.Nodes, api.RelayNode{NodeID: n.NodeID, Region: n.Region, Addresses: addrs, Load: n.Load,
-			Draining: n.Draining, BootEpoch: n.BootEpoch, StartedAt: api.NewTime(n.StartedAt), Version: n.Version})
+		out.Nodes = append(out.Nodes, relayNodeJSON(n))
 	}
 	return http.StatusOK, &out, nil
+}
+
+func relayNodeJSON(n *store.Node) api.RelayNode {
+	addrs := n.Addresses
+	if addrs == nil {
+		addrs = map[string]string{}
+	}
+	return api.RelayNode{NodeID: n.NodeID, Region: n.Region, Addresses: addrs, Load: n.Load,
+		Draining: n.Draining, BootEpoch: n.BootEpoch, StartedAt: api.NewTime(n.StartedAt), Version: n.Version}
 }
 
 func validName(s string, max int) bool {

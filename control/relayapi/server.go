@@ -79,6 +79,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.JoinsPerMinutePerAddress == 0 {
 		cfg.JoinsPerMinutePerAddress = DefaultJoinsPerMinutePerAddress
 	}
+	if cfg.MaxAllocationsPerKey == 0 {
+		cfg.MaxAllocationsPerKey = DefaultMaxAllocationsPerKey
+	}
+	if cfg.MaxAllocationsPerAddress == 0 {
+		cfg.MaxAllocationsPerAddress = DefaultMaxAllocationsPerAddress
+	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
