@@ -18,11 +18,14 @@ import (
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/client/p2p"
 	"github.com/switchboardgg/switchboard/internal/certs"
+	"github.com/switchboardgg/switchboard/internal/kcploop"
 	hub "github.com/switchboardgg/switchboard/p2p"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(kcploop.KCPSchedulerGoroutine)) // kcp-go starts it at init (teststack links node/udp)
+}
 
 var discard = slog.New(slog.DiscardHandler)
 
