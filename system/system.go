@@ -415,7 +415,7 @@ func (s *System) startNode(ctx context.Context) error {
 		// After the node in the list: the node's drain sends ERROR 10 on
 		// the sessions' KCP before the socket closes.
 		s.servers = slices.Insert(s.servers, 1, &server{name: "node udp",
-			shutdown: func(context.Context) error { return u.Close() }, close: u.Close})
+			shutdown: u.Shutdown, close: u.Close})
 	}
 	if err := n.Start(); err != nil {
 		closeUDP(pc)

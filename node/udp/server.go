@@ -117,8 +117,44 @@ func (s *Server) Serve(pc *net.UDPConn) error {
 	return fmt.Errorf("udp: read: %w", err)
 }
 
+// Shutdown waits until every session's KCP has delivered what it holds
+// (the ERROR 10 node_draining that the node's drain queued, say), at most
+// Config.Linger or until ctx ends, then calls Close. Closing at once would
+// drop what KCP had not flushed yet, and a player would learn of the drain
+// only from the silence.
+func (s *Server) Shutdown(ctx context.Context) error {
+	t := time.NewTimer(s.cfg.Linger)
+	defer t.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for s.unacknowledged() {
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), s.Close())
+		case <-t.C:
+			return s.Close()
+		case <-tick.C:
+		}
+	}
+	return s.Close()
+}
+
+// unacknowledged reports whether a session's KCP holds data its client
+// has not acknowledged.
+func (s *Server) unacknowledged() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ss := range s.pending {
+		if ss.kcp != nil && ss.kcp.Pending() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Close closes the socket, stops the goroutines, waits for them and
-// forgets every session; their seats go offline.
+// forgets every session; their seats go offline. What KCP has not
+// delivered is lost: Shutdown waits for it first.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
