@@ -77,13 +77,13 @@ func TestUpdateRoomWaitCanceled(t *testing.T) {
 	}
 	entered, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
+	var first sync.Once // only the first run holds the room; a non-blocking send could miss the reader
 	go func() {
 		_, err := db.UpdateRoom(ctx, "r1", func(r *Room) error {
-			select {
-			case entered <- struct{}{}:
+			first.Do(func() {
+				entered <- struct{}{}
 				<-release
-			default:
-			}
+			})
 			r.TickRate = 30
 			return nil
 		})
