@@ -183,6 +183,11 @@ func (s *Server) ServePacket(pc net.PacketConn) error {
 	u.uc = uc
 	io, err := udpio.New(uc, udpio.Config{Batch: s.cfg.Batch, ReadBuffer: s.cfg.ReadBuffer, WriteBuffer: s.cfg.WriteBuffer})
 	if err != nil {
+		select {
+		case <-s.done: // Close came first and closed pc
+			return ErrServerClosed
+		default:
+		}
 		return fmt.Errorf("relay: %w", err)
 	}
 	if r, wr := io.Buffers(); r > 0 && s.cfg.ReadBuffer > 0 && (r < s.cfg.ReadBuffer || wr < s.cfg.WriteBuffer) {
