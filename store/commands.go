@@ -164,10 +164,7 @@ func ServeCommands(conn *backbone.Conn, nodeID string, h CommandHandler) (stop f
 	if !validID(nodeID) {
 		return nil, fmt.Errorf("store: serve commands of node %q: %w", nodeID, ErrInvalidID)
 	}
-	handlers := []struct {
-		verb string
-		fn   backbone.HandlerFunc
-	}{
+	handlers := []verbHandler{
 		{VerbAdmit, serveVerb(h.Admit)},
 		{VerbStart, serveVerb(h.Start)},
 		{VerbClose, serveVerb(h.Close)},
@@ -175,6 +172,19 @@ func ServeCommands(conn *backbone.Conn, nodeID string, h CommandHandler) (stop f
 		{VerbLeave, serveVerb(h.Leave)},
 		{VerbDrain, serveVerb(h.Drain)},
 	}
+	return handleVerbs(conn, "node", nodeID, CommandSubject, handlers)
+}
+
+// verbHandler is the handler of one command verb.
+type verbHandler struct {
+	verb string
+	fn   backbone.HandlerFunc
+}
+
+// handleVerbs subscribes each handler to subject(id, verb) in the queue
+// group "sb.<what>.<id>" and returns a stop function that unsubscribes them
+// all. On error, what was subscribed is stopped again.
+func handleVerbs(conn *backbone.Conn, what, id string, subject func(id, verb string) string, handlers []verbHandler) (stop func() error, err error) {
 	var stops []func() error
 	stopAll := func() error {
 		var errs []error
@@ -184,9 +194,9 @@ func ServeCommands(conn *backbone.Conn, nodeID string, h CommandHandler) (stop f
 		return errors.Join(errs...)
 	}
 	for _, v := range handlers {
-		s, err := conn.Handle(CommandSubject(nodeID, v.verb), "sb.node."+nodeID, v.fn)
+		s, err := conn.Handle(subject(id, v.verb), "sb."+what+"."+id, v.fn)
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("store: serve commands of node %s: %w", nodeID, err), stopAll())
+			return nil, errors.Join(fmt.Errorf("store: serve commands of %s %s: %w", what, id, err), stopAll())
 		}
 		stops = append(stops, s)
 	}

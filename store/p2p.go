@@ -297,29 +297,11 @@ func ServeHubCommands(conn *backbone.Conn, hubID string, h HubCommandHandler) (s
 	if !validID(hubID) {
 		return nil, fmt.Errorf("store: serve commands of hub %q: %w", hubID, ErrInvalidID)
 	}
-	handlers := []struct {
-		verb string
-		fn   backbone.HandlerFunc
-	}{
+	handlers := []verbHandler{
 		{HubVerbPeers, serveHubVerb(h.Peers)},
 		{HubVerbKick, serveHubVerb(h.Kick)},
 	}
-	var stops []func() error
-	stopAll := func() error {
-		var errs []error
-		for _, s := range stops {
-			errs = append(errs, s())
-		}
-		return errors.Join(errs...)
-	}
-	for _, v := range handlers {
-		s, err := conn.Handle(HubCommandSubject(hubID, v.verb), "sb.hub."+hubID, v.fn)
-		if err != nil {
-			return nil, errors.Join(fmt.Errorf("store: serve commands of hub %s: %w", hubID, err), stopAll())
-		}
-		stops = append(stops, s)
-	}
-	return stopAll, nil
+	return handleVerbs(conn, "hub", hubID, HubCommandSubject, handlers)
 }
 
 // serveHubVerb adapts one HubCommandHandler method to a backbone handler.

@@ -86,27 +86,20 @@ func ServeRelayCommands(conn *backbone.Conn, nodeID string, h RelayHandler) (sto
 	if !validID(nodeID) {
 		return nil, fmt.Errorf("store: serve relay commands of node %q: %w", nodeID, ErrInvalidID)
 	}
-	stopStats, err := conn.Handle(CommandSubject(nodeID, VerbRelayAllocation), "sb.node."+nodeID,
-		func(_ context.Context, data []byte) (any, error) {
+	return handleVerbs(conn, "node", nodeID, CommandSubject, []verbHandler{
+		{VerbRelayAllocation, func(_ context.Context, data []byte) (any, error) {
 			var req RelayStatsRequest
 			if err := json.Unmarshal(data, &req); err != nil {
 				return nil, fmt.Errorf("store: relay stats request: %w", err)
 			}
 			st := h.Stats(req.AllocationID)
 			return &st, nil
-		})
-	if err != nil {
-		return nil, fmt.Errorf("store: serve relay commands of node %s: %w", nodeID, err)
-	}
-	stopDrain, err := conn.Handle(CommandSubject(nodeID, VerbRelayDrain), "sb.node."+nodeID,
-		serveVerb(func(ctx context.Context, _ *DrainRequest) (*CommandReply, error) {
+		}},
+		{VerbRelayDrain, serveVerb(func(ctx context.Context, _ *DrainRequest) (*CommandReply, error) {
 			if err := h.Drain(ctx); err != nil {
 				return nil, &CommandError{Code: CodeUnavailable, Message: "the relay node could not mark itself draining"}
 			}
 			return nil, nil
-		}))
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("store: serve relay commands of node %s: %w", nodeID, err), stopStats())
-	}
-	return func() error { return errors.Join(stopStats(), stopDrain()) }, nil
+		})},
+	})
 }
