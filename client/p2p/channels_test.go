@@ -1,0 +1,254 @@
+package p2p
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/switchboardgg/switchboard/internal/impair"
+	"github.com/switchboardgg/switchboard/protocol/p2pwire"
+)
+
+// side is one peer's channel layer on a real UDP socket, standing in for
+// the datagram layer: each datagram is a direct RELIABLE body (no
+// sealing, which the datagram layer adds).
+type side struct {
+	id     string // this side's peer id
+	other  string // the other side's
+	conn   *net.UDPConn
+	ch     *channels
+	remote atomic.Pointer[netip.AddrPort] // learnt from reads when nil
+	wg     sync.WaitGroup
+}
+
+func newSide(t testing.TB, id, other string, cfg ReliableConfig) *side {
+	t.Helper()
+	conn, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadBuffer(4 << 20)
+	_ = conn.SetWriteBuffer(4 << 20)
+	s := &side{id: id, other: other, conn: conn}
+	var sbuf []byte
+	var smu sync.Mutex
+	s.ch, err = newChannels(cfg, slog.New(slog.DiscardHandler), func(to string, ch Channel, seg []byte) {
+		if to != s.other {
+			t.Errorf("%s: segment for %q", s.id, to)
+			return
+		}
+		smu.Lock()
+		defer smu.Unlock()
+		sbuf, err = (&p2pwire.Reliable{Channel: ch, Segment: seg}).AppendTo(sbuf[:0])
+		if err != nil {
+			t.Errorf("%s: encode RELIABLE of %d bytes: %v", s.id, len(seg), err)
+			return
+		}
+		if r := s.remote.Load(); r != nil {
+			_, _ = s.conn.WriteToUDPAddrPort(sbuf, *r)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ch.start()
+	s.wg.Go(func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := conn.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			if s.remote.Load() == nil {
+				s.remote.Store(&from)
+			}
+			var m p2pwire.Reliable
+			if err := m.Unmarshal(buf[:n]); err != nil {
+				t.Errorf("%s: RELIABLE: %v", s.id, err)
+				continue
+			}
+			s.ch.input(s.other, m.Channel, m.Segment)
+		}
+	})
+	t.Cleanup(func() {
+		s.ch.close()
+		_ = conn.Close()
+		s.wg.Wait()
+	})
+	return s
+}
+
+// pair is two sides through an impairing proxy: a → proxy → b.
+type pair struct {
+	a, b  *side
+	proxy *impair.Proxy
+}
+
+func newPair(t testing.TB, faults impair.Faults, acfg, bcfg ReliableConfig) *pair {
+	t.Helper()
+	b := newSide(t, "bob~1", "alice~1", bcfg)
+	pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, err := impair.New(impair.Config{Target: b.conn.LocalAddr().String(), Up: faults, Down: faults, Seed: 11,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = px.Serve(pc) }()
+	t.Cleanup(func() { _ = px.Close(); <-served })
+	a := newSide(t, "alice~1", "bob~1", acfg)
+	to := pc.LocalAddr().(*net.UDPAddr).AddrPort()
+	a.remote.Store(&to)
+	return &pair{a: a, b: b, proxy: px}
+}
+
+// waitFor polls cond; the deadline only guards against a hang.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// recv reads the next reliable message of s.
+func recv(t testing.TB, s *side) *ReliableMessage {
+	t.Helper()
+	select {
+	case m, ok := <-s.ch.out:
+		if !ok {
+			t.Fatal("out closed")
+		}
+		return m
+	case <-time.After(2 * time.Minute):
+		t.Fatal("no reliable message")
+	}
+	return nil
+}
+
+func seqEnv(n uint32, payload []byte) Envelope {
+	b := binary.BigEndian.AppendUint32(nil, n)
+	return Envelope{Header: "seq", Payload: append(b, payload...)}
+}
+
+// TestBulkDoesNotHoldUpOtherChannels sends 2 MB on one channel under 10 %
+// loss each way while small numbered messages go on another: they arrive
+// in order, and many of them before the bulk transfer completes. The
+// small sender keeps up to 4 in flight and sends the next only when one
+// arrived, so a channel held up behind the bulk one would deliver at
+// most 4 before the transfer ends.
+func TestBulkDoesNotHoldUpOtherChannels(t *testing.T) {
+	for _, tc := range []struct{ bulk, other Channel }{{Ch1, Realtime}, {Ch1, Ch2}, {Ch2, Ch1}} {
+		t.Run(tc.bulk.String()+"+"+tc.other.String(), func(t *testing.T) {
+			p := newPair(t, impair.Faults{Loss: 0.10}, ReliableConfig{}, ReliableConfig{})
+			const total = 2 << 20
+			const chunk = 32 << 10
+			data := make([]byte, total)
+			for i := range data {
+				data[i] = byte(i * 7 / 13)
+			}
+			ctx := context.Background()
+			// The first datagram teaches b where a is.
+			if err := p.a.ch.sendReliable(ctx, "bob~1", tc.other, seqEnv(0, nil)); err != nil {
+				t.Fatal(err)
+			}
+			if m := recv(t, p.b); m.Channel != tc.other {
+				t.Fatalf("got channel %s, want %s", m.Channel, tc.other)
+			}
+
+			credit := make(chan struct{}, 4)
+			for range 4 {
+				credit <- struct{}{}
+			}
+			stop := make(chan struct{})
+			var sent atomic.Uint32
+			var wg sync.WaitGroup
+			wg.Go(func() { // the small messages
+				for n := uint32(1); ; n++ {
+					select {
+					case <-credit:
+					case <-stop:
+						return
+					}
+					if err := p.a.ch.sendReliable(ctx, "bob~1", tc.other, seqEnv(n, []byte("tick"))); err != nil {
+						t.Errorf("small send %d: %v", n, err)
+						return
+					}
+					sent.Store(n)
+				}
+			})
+			bulkErr := make(chan error, 1)
+			go func() {
+				for off := 0; off < total; off += chunk {
+					if err := p.a.ch.sendReliable(ctx, "bob~1", tc.bulk, Envelope{Header: "file", Payload: data[off : off+chunk]}); err != nil {
+						bulkErr <- err
+						return
+					}
+				}
+				bulkErr <- nil
+			}()
+
+			got := 0
+			var sum bytes.Buffer
+			var next uint32 = 1
+			during := 0
+			for got < total {
+				m := recv(t, p.b)
+				switch m.Channel {
+				case tc.bulk:
+					if m.Header != "file" {
+						t.Fatalf("bulk channel: got header %q", m.Header)
+					}
+					got += len(m.Payload)
+					sum.Write(m.Payload)
+				case tc.other:
+					if n := binary.BigEndian.Uint32(m.Payload); n != next {
+						t.Fatalf("%s: got message %d, want %d", tc.other, n, next)
+					}
+					next++
+					during++
+					credit <- struct{}{}
+				default:
+					t.Fatalf("message on %s", m.Channel)
+				}
+			}
+			close(stop)
+			wg.Wait()
+			if err := <-bulkErr; err != nil {
+				t.Fatal(err)
+			}
+			if sha256.Sum256(sum.Bytes()) != sha256.Sum256(data) {
+				t.Fatal("the bulk transfer arrived altered")
+			}
+			// The rest of the small messages still arrive, in order.
+			for last := sent.Load(); next <= last; next++ {
+				m := recv(t, p.b)
+				if n := binary.BigEndian.Uint32(m.Payload); m.Channel != tc.other || n != next {
+					t.Fatalf("after the transfer: got %s %d, want %s %d", m.Channel, n, tc.other, next)
+				}
+			}
+			st := p.proxy.Stats()
+			t.Logf("%s messages delivered during the transfer: %d; proxy lost %d up, %d down", tc.other, during, st.Up.Lost, st.Down.Lost)
+			if during < 20 {
+				t.Errorf("only %d %s messages arrived while %s carried 2 MB: held up behind it", during, tc.other, tc.bulk)
+			}
+			if st.Up.Lost == 0 || st.Down.Lost == 0 {
+				t.Errorf("the proxy lost nothing (%+v): the test did not test loss", st)
+			}
+		})
+	}
+}
