@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -84,6 +85,18 @@ func newSide(t testing.TB, id, other string, cfg ReliableConfig) *side {
 		s.wg.Wait()
 	})
 	return s
+}
+
+// acked reports whether every message s sent was acknowledged.
+func (s *side) acked() bool {
+	s.ch.mu.Lock()
+	defer s.ch.mu.Unlock()
+	for _, c := range s.ch.convs {
+		if c.kc.Pending() > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // pair is two sides through an impairing proxy: a → proxy → b.
@@ -251,4 +264,156 @@ func TestBulkDoesNotHoldUpOtherChannels(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestReliableLimits(t *testing.T) {
+	p := newPair(t, impair.Faults{}, ReliableConfig{MaxMessage: 4096, MaxConversations: 2}, ReliableConfig{})
+	ctx := context.Background()
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Channel(4), Envelope{Payload: []byte("x")}); !errors.Is(err, ErrBadChannel) {
+		t.Errorf("channel 4: got %v, want ErrBadChannel", err)
+	}
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Channel(0), Envelope{Payload: []byte("x")}); !errors.Is(err, ErrBadChannel) {
+		t.Errorf("channel 0: got %v, want ErrBadChannel", err)
+	}
+	// An empty payload with no header encodes to 1 byte: the envelope's
+	// flags. 4,096 bytes of envelope pass, 4,097 do not.
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, Envelope{Payload: make([]byte, 4095)}); err != nil {
+		t.Errorf("4,096-byte envelope: %v", err)
+	}
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, Envelope{Payload: make([]byte, 4096)}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("4,097-byte envelope: got %v, want ErrTooLarge", err)
+	}
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Ch2, Envelope{Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Realtime, Envelope{Payload: []byte("x")}); !errors.Is(err, ErrTooManyConversations) {
+		t.Errorf("third conversation of 2: got %v, want ErrTooManyConversations", err)
+	}
+	if _, err := newChannels(ReliableConfig{MaxMessage: maxReliableMessage + 1}, slog.New(slog.DiscardHandler), nil); err == nil {
+		t.Error("MaxMessage over the receive window: no error")
+	}
+}
+
+// TestSendQueueFull: with the path black-holed, exactly BulkSendQueue
+// one-segment messages queue; the next send waits until its ctx ends,
+// or until the path heals; then everything arrives in order.
+func TestSendQueueFull(t *testing.T) {
+	p := newPair(t, impair.Faults{}, ReliableConfig{}, ReliableConfig{})
+	ctx := context.Background()
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(0, nil)); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, p.b)
+	waitFor(t, "the first message acknowledged", p.a.acked)
+	p.proxy.SetBlackout(impair.Up, true)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	one := make([]byte, ReliableMTU-24-1-4-2-3) // flags, seq, header "seq": one segment
+	queued := 0
+	for {
+		err := p.a.ch.sendReliable(cancelled, "bob~1", Ch1, seqEnv(uint32(queued+1), one))
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("full queue: got %v, want context.Canceled", err)
+			}
+			break
+		}
+		queued++
+		if queued > 10*BulkSendQueue {
+			t.Fatal("the send queue never filled")
+		}
+	}
+	if queued != BulkSendQueue {
+		t.Errorf("queued %d one-segment messages, want %d", queued, BulkSendQueue)
+	}
+	blocked := make(chan error, 1)
+	go func() { blocked <- p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(uint32(queued+1), one)) }()
+	p.proxy.SetBlackout(impair.Up, false)
+	for n := 1; n <= queued+1; n++ {
+		m := recv(t, p.b)
+		if got := binary.BigEndian.Uint32(m.Payload); got != uint32(n) {
+			t.Fatalf("got message %d, want %d", got, n)
+		}
+	}
+	if err := <-blocked; err != nil {
+		t.Fatalf("the waiting send: %v", err)
+	}
+}
+
+// TestIdleReapAndRestart: a closes its conversation as idle while b keeps
+// its own; a's next send starts the next incarnation, which b follows,
+// and both directions work again without loss.
+func TestIdleReapAndRestart(t *testing.T) {
+	p := newPair(t, impair.Faults{}, ReliableConfig{IdleTimeout: 200 * time.Millisecond}, ReliableConfig{IdleTimeout: time.Hour})
+	ctx := context.Background()
+	exchange := func(n uint32) {
+		t.Helper()
+		if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(n, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if m := recv(t, p.b); binary.BigEndian.Uint32(m.Payload) != n {
+			t.Fatalf("b got %d, want %d", binary.BigEndian.Uint32(m.Payload), n)
+		}
+		if err := p.b.ch.sendReliable(ctx, "alice~1", Ch1, seqEnv(n+100, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if m := recv(t, p.a); binary.BigEndian.Uint32(m.Payload) != n+100 {
+			t.Fatalf("a got %d, want %d", binary.BigEndian.Uint32(m.Payload), n+100)
+		}
+	}
+	exchange(1)
+	waitFor(t, "a to reap its conversation", func() bool { return p.a.ch.stats().Conversations == 0 })
+	if st := p.a.ch.stats(); st.Reaped != 1 {
+		t.Errorf("a: %+v, want 1 reaped", st)
+	}
+	if st := p.b.ch.stats(); st.Conversations != 1 {
+		t.Errorf("b: %+v, want its conversation open", st)
+	}
+	exchange(2)
+	exchange(3)
+	if st := p.b.ch.stats(); st.Restarted != 1 || st.Lost != 0 || st.Conversations != 1 {
+		t.Errorf("b: %+v, want 1 restarted, 0 lost, 1 open", st)
+	}
+	// Segments of the old incarnation are dropped.
+	before := p.a.ch.stats().Dropped
+	p.a.ch.input("bob~1", Ch1, make([]byte, 4))
+	old := make([]byte, 24)
+	binary.LittleEndian.PutUint32(old, uint32(Ch1)|1<<8)
+	p.a.ch.input("bob~1", Ch1, old)
+	if got := p.a.ch.stats().Dropped; got != before+2 {
+		t.Errorf("dropped %d, want %d: a short segment and one of incarnation 1", got, before+2)
+	}
+}
+
+// TestPeerLeftDeliversWhatArrived: messages that arrived before the
+// sender left are still delivered; the conversations are then closed.
+func TestPeerLeftDeliversWhatArrived(t *testing.T) {
+	// b's queue holds one message: the rest waits in its conversations.
+	p := newPair(t, impair.Faults{}, ReliableConfig{}, ReliableConfig{QueueLen: 1})
+	ctx := context.Background()
+	for n := uint32(1); n <= 5; n++ {
+		if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(n, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Realtime, seqEnv(9, nil)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a's messages acknowledged", p.a.acked)
+	// b's application has read none of it yet.
+	p.b.ch.peerLeft("alice~1")
+	if st := p.b.ch.stats(); st.Conversations != 0 || st.Closed != 2 {
+		t.Errorf("b: %+v, want 0 open, 2 closed", st)
+	}
+	var ch1 []uint32
+	for range 6 {
+		m := recv(t, p.b)
+		if m.Channel == Ch1 {
+			ch1 = append(ch1, binary.BigEndian.Uint32(m.Payload))
+		}
+	}
+	if len(ch1) != 5 || ch1[0] != 1 || ch1[4] != 5 {
+		t.Errorf("Ch1 after the leave: got %v, want 1..5", ch1)
+	}
+	waitFor(t, "retired conversations closed", func() bool { return p.b.ch.loop.Conversations() == 0 })
 }
