@@ -16,12 +16,13 @@ import (
 )
 
 // segmentSender is what the channel layer needs from the datagram layer:
-// send one RELIABLE body (channel ch, KCP segment seg) to peer to, on
-// whichever path the datagram layer picks (direct or through the hub).
-// It runs with the conversation locked: it must not block for long, nor
-// keep seg, nor call back into the channel layer. A failure is a lost
+// send one RELIABLE datagram to peer to, whose fields after the routing
+// header are body (the channel byte, then KCP segments), on whichever
+// path the datagram layer picks (direct or through the hub). It runs
+// with the conversation locked: it must not block for long, nor keep
+// body, nor call back into the channel layer. A failure is a lost
 // datagram, which KCP retransmits.
-type segmentSender func(to string, ch Channel, seg []byte)
+type segmentSender func(to string, body []byte)
 
 // convKey names a conversation: the other peer and the channel.
 type convKey struct {
@@ -106,14 +107,11 @@ type channels struct {
 	closeOnce sync.Once
 }
 
-func newChannels(cfg ReliableConfig, log *slog.Logger, send segmentSender) (*channels, error) {
-	cfg, err := cfg.resolve()
-	if err != nil {
-		return nil, err
-	}
+func newChannels(cfg ReliableConfig, log *slog.Logger, send segmentSender) *channels {
+	cfg = cfg.resolve()
 	loop, err := kcploop.New(kcploop.Config{Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("p2p: reliable channels: %w", err)
+		panic("p2p: kcploop refused its default config: " + err.Error()) // a bug, not an input
 	}
 	return &channels{
 		cfg: cfg, log: log, send: send, loop: loop,
@@ -122,7 +120,7 @@ func newChannels(cfg ReliableConfig, log *slog.Logger, send segmentSender) (*cha
 		closing: make(chan struct{}),
 		convs:   make(map[convKey]*rconv),
 		incs:    make(map[convKey]uint32),
-	}, nil
+	}
 }
 
 // start starts the loop and the delivery goroutine.
@@ -181,9 +179,12 @@ func (l *channels) openLocked(key convKey, inc uint32, prev *rconv) (*rconv, err
 	}
 	c := &rconv{key: key, inc: inc, prev: prev}
 	c.touch()
+	body := make([]byte, 1, 1+ReliableMTU) // the conversation's: its output runs locked
+	body[0] = byte(key.ch)
 	kc, err := l.loop.Open(uint32(key.ch)|inc<<8, l.cfg.convConfig(key.ch), func(_ *kcploop.Conv, b []byte) {
 		c.touch()
-		l.send(key.peer, key.ch, b)
+		body = append(body[:1], b...)
+		l.send(key.peer, body)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("p2p: reliable: open %s with %s: %w", key.ch, key.peer, err)

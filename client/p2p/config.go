@@ -104,6 +104,9 @@ type Config struct {
 	// JumboTotalMemory bounds all senders' incomplete jumbo messages, in
 	// bytes. Zero means DefaultJumboTotalMemory.
 	JumboTotalMemory int
+	// Reliable configures the reliable channels (SendReliable); its zero
+	// value works.
+	Reliable ReliableConfig
 	// Logger receives rare events; never tickets, tokens or payloads. Nil
 	// means slog.Default().
 	Logger *slog.Logger

@@ -162,6 +162,8 @@ type Peer struct {
 	udp      *udpSide
 	extStops []func() // of the extensions, in start order
 	extOnce  sync.Once
+
+	rel *channels // the reliable channels (reliable_peer.go); set before the readers run, nil without UDP
 }
 
 // response is the outcome of a request: the answer or the hub's error.

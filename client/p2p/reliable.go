@@ -1,7 +1,6 @@
 package p2p
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/switchboardgg/switchboard/internal/kcploop"
@@ -80,9 +79,10 @@ const maxReliableMessage = RealtimeWindow * (ReliableMTU - kcploop.Overhead)
 type ReliableConfig struct {
 	// MaxMessage is the largest encoded envelope (docs/protocol/p2p.md
 	// §7) a reliable send accepts, in bytes. Zero means
-	// DefaultReliableMaxMessage; at most 138,112 (what Realtime's
-	// receive window holds). Both peers should use the same value: a
-	// larger message than the receiver's is dropped by it.
+	// DefaultReliableMaxMessage; a larger value than 138,112 (what
+	// Realtime's receive window reassembles) means 138,112. Both peers
+	// should use the same value: a message over the receiver's is
+	// dropped by it.
 	MaxMessage int
 	// IdleTimeout closes a conversation that has carried nothing (no
 	// message queued, unacknowledged or unread, no segment either way)
@@ -97,13 +97,11 @@ type ReliableConfig struct {
 	MaxConversations int
 }
 
-func (c ReliableConfig) resolve() (ReliableConfig, error) {
+func (c ReliableConfig) resolve() ReliableConfig {
 	if c.MaxMessage <= 0 {
 		c.MaxMessage = DefaultReliableMaxMessage
 	}
-	if c.MaxMessage > maxReliableMessage {
-		return c, fmt.Errorf("p2p: ReliableConfig.MaxMessage %d over %d", c.MaxMessage, maxReliableMessage)
-	}
+	c.MaxMessage = min(c.MaxMessage, maxReliableMessage)
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultReliableIdleTimeout
 	}
@@ -113,7 +111,7 @@ func (c ReliableConfig) resolve() (ReliableConfig, error) {
 	if c.MaxConversations <= 0 {
 		c.MaxConversations = DefaultReliableMaxConversations
 	}
-	return c, nil
+	return c
 }
 
 // convConfig returns the KCP settings of channel ch.
