@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -32,6 +33,7 @@ func newP2PChatCmd() *cobra.Command {
 		network  string
 		joinCode string
 		username string
+		fopt     fileOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "chat --network NAME",
@@ -44,6 +46,10 @@ every other peer of the network; joins and leaves are printed as they happen.
 Commands:
   /peers             list the other peers
   /msg PEER text     send text to one peer only
+  /send PEER FILE    send a file on reliable channel Ch1 (UDP, through the
+                     hub or direct), with progress lines; the receiver saves
+                     it in --save-dir under a safe new name, never
+                     overwriting, up to --max-file-size
   /quit              leave (so does end of input, or Ctrl-C)
 
 Lines received are printed as "<peer> text", or "<peer> (to you) text" for a
@@ -53,6 +59,9 @@ ends the connection (kicked, shutting down, …) or the join fails.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if network == "" && joinCode == "" {
 				return errors.New("p2p chat: give --network or --join-code")
+			}
+			if st, err := os.Stat(fopt.dir); err != nil || !st.IsDir() {
+				return fmt.Errorf("p2p chat: --save-dir %q is not a directory", fopt.dir)
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
@@ -68,7 +77,7 @@ ends the connection (kicked, shutting down, …) or the join fails.`,
 				return fmt.Errorf("p2p chat: %w", err)
 			}
 			defer peer.Close()
-			err = chat(ctx, peer, cmd.InOrStdin(), cmd.OutOrStdout())
+			err = chat(ctx, peer, fopt, cmd.InOrStdin(), cmd.OutOrStdout())
 			if err != nil {
 				return fmt.Errorf("p2p chat: %w", err)
 			}
@@ -80,6 +89,8 @@ ends the connection (kicked, shutting down, …) or the join fails.`,
 	fl.StringVar(&network, "network", "", "the network's `NAME` (made by the first join when it does not exist)")
 	fl.StringVar(&joinCode, "join-code", "", "the network's join `CODE`, when it has one")
 	fl.StringVar(&username, "username", "", "your `NAME` (default: chat-<random>)")
+	fl.StringVar(&fopt.dir, "save-dir", ".", "the `DIR` where files sent to you with /send are saved")
+	fl.Int64Var(&fopt.maxSize, "max-file-size", defaultMaxFileSize, "the largest file accepted from /send, in `BYTES`")
 	return cmd
 }
 
@@ -111,7 +122,7 @@ func p2pLogin(ctx context.Context, af *apiFlags, username string) (*session.Clie
 // chat runs the chat loop of peer: lines of in are sent, messages and
 // events are written to out. It returns nil when in ends, /quit is typed
 // or ctx ends, and the reason when the connection ended first.
-func chat(ctx context.Context, peer *p2p.Peer, in io.Reader, out io.Writer) error {
+func chat(ctx context.Context, peer *p2p.Peer, fopt fileOptions, in io.Reader, out io.Writer) error {
 	var mu sync.Mutex
 	say := func(format string, args ...any) {
 		mu.Lock()
@@ -122,7 +133,10 @@ func chat(ctx context.Context, peer *p2p.Peer, in io.Reader, out io.Writer) erro
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer peer.Close() // closes Events and Messages, ending the printers
+	fs := newFiles(peer, fopt, say)
+	defer fs.wait()
+	defer peer.Close() // closes Events, Messages and Reliable, ending the printers
+	wg.Go(func() { fs.receive(ctx) })
 	wg.Go(func() {
 		for ev := range peer.Events() {
 			switch ev.Type {
@@ -172,7 +186,7 @@ func chat(ctx context.Context, peer *p2p.Peer, in io.Reader, out io.Writer) erro
 		case <-readDone:
 			return nil
 		case line := <-lines:
-			quit, err := chatLine(ctx, peer, line, say)
+			quit, err := chatLine(ctx, peer, fs, line, say)
 			if err != nil {
 				if errors.Is(err, p2p.ErrClosed) {
 					return hubEnded(peer.Err())
@@ -195,7 +209,7 @@ func hubEnded(err error) error {
 }
 
 // chatLine acts on one typed line, and reports whether it was /quit.
-func chatLine(ctx context.Context, peer *p2p.Peer, line string, say func(string, ...any)) (bool, error) {
+func chatLine(ctx context.Context, peer *p2p.Peer, fs *files, line string, say func(string, ...any)) (bool, error) {
 	switch {
 	case strings.TrimSpace(line) == "":
 		return false, nil
@@ -216,8 +230,10 @@ func chatLine(ctx context.Context, peer *p2p.Peer, line string, say func(string,
 			return false, errors.New("usage: /msg PEER text")
 		}
 		return false, peer.Send(ctx, to, p2p.Envelope{Header: "chat", Payload: []byte(text)})
+	case strings.HasPrefix(line, "/send "):
+		return false, fs.send(ctx, strings.TrimPrefix(line, "/send "))
 	case strings.HasPrefix(line, "/"):
-		return false, errors.New("unknown command; try /peers, /msg PEER text or /quit")
+		return false, errors.New("unknown command; try /peers, /msg PEER text, /send PEER FILE or /quit")
 	}
 	return false, peer.Broadcast(ctx, p2p.Envelope{Header: "chat", Payload: []byte(line)})
 }
