@@ -29,9 +29,10 @@ the hub's /metrics (the admin listener).
 With --udp it measures the hub's UDP port instead: --pairs pairs of anonymous
 peers register, and the first of each pair sends sealed UDP_MESSAGEs (--size
 payload bytes) to the second through the hub, open loop, at a rate rising from
---start-rate by --factor every --step until more than --max-loss is lost; it
-prints each step's offered and delivered rate, loss and the hub's CPU per
-datagram (--pid, or the hub's /metrics), and the loss-free rate. The hub needs
+--start-rate by --factor every --step until two steps in a row lose more than
+--max-loss; it prints each step's offered and delivered rate, loss and the
+hub's CPU per datagram (--pid, or the hub's /metrics), and the loss-free rate
+(the highest delivered rate of a step within --max-loss). The hub needs
 --allow-anonymous and --hub-peer-datagram-rate -1. With --forwarder HOST:PORT
 and --forwarder-to HOST:PORT it measures a bare UDP forwarder
 (shared/baselines/udpfwd) with datagrams of the same size instead, for
