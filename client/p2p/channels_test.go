@@ -415,3 +415,24 @@ func TestPeerLeftDeliversWhatArrived(t *testing.T) {
 	}
 	waitFor(t, "retired conversations closed", func() bool { return p.b.ch.loop.Conversations() == 0 })
 }
+
+// TestInputAllocatesNothing: a segment for an open conversation (here an
+// acknowledgement) is handled without allocating.
+func TestInputAllocatesNothing(t *testing.T) {
+	l := newChannels(ReliableConfig{}, slog.New(slog.DiscardHandler), func(string, []byte) {})
+	defer l.close()
+	if err := l.sendReliable(context.Background(), "bob~1", Ch1, Envelope{Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	ack := make([]byte, 24) // conv, cmd, frg, wnd, ts, sn, una, len
+	binary.LittleEndian.PutUint32(ack[0:], uint32(Ch1)|1<<8)
+	ack[4] = 82 // IKCP_CMD_ACK
+	binary.LittleEndian.PutUint16(ack[6:], 256)
+	binary.LittleEndian.PutUint32(ack[12:], 7) // a segment never sent: nothing changes
+	if n := testing.AllocsPerRun(1000, func() { l.input("bob~1", Ch1, ack) }); n != 0 {
+		t.Errorf("input allocates %v times per segment", n)
+	}
+	if d := l.stats().Dropped; d != 0 {
+		t.Errorf("the acknowledgement was dropped (%d)", d)
+	}
+}
