@@ -300,3 +300,38 @@ func TestUDPHooks(t *testing.T) {
 		t.Fatal("the extension did not stop with each peer")
 	}
 }
+
+// Every datagram from the hub duplicated on the way (internal/impair):
+// the peer delivers each message once and counts the copies as replays.
+func TestUDPReplayedDatagramsDropped(t *testing.T) {
+	th := startHub(t, nil)
+	ctx := context.Background()
+	px, front := impairHub(t, th)
+	alice := th.connectUDP("alice", "lobby", func(c *p2p.Config) { c.HubUDPAddr = front })
+	bob := th.connectUDP("bob", "lobby", nil)
+	if err := px.SetFaults(impair.Down, impair.Faults{Duplicate: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := bob.SendUDP(ctx, alice.ID(), p2p.Envelope{Payload: []byte{byte(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		if m := nextUDP(t, alice); len(m.Payload) != 1 || m.Payload[0] != byte(i) {
+			t.Fatalf("alice got %v, want [%d]", m.Payload, i)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alice.UDPStats().DroppedReplay < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("replays not counted: %+v (proxy %+v)", alice.UDPStats(), px.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case m := <-alice.Messages():
+		if m.UDP {
+			t.Fatalf("a copy was delivered: %v", m.Payload)
+		}
+	case <-time.After(100 * time.Millisecond):
+	}
+}
