@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -333,5 +334,29 @@ func TestUDPReplayedDatagramsDropped(t *testing.T) {
 			t.Fatalf("a copy was delivered: %v", m.Payload)
 		}
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A change of the local addresses registers again at once, with the new
+// candidates (the hub shows them), without waiting for the refresh.
+func TestUDPReregistersOnAddressChange(t *testing.T) {
+	th := startHub(t, nil)
+	alice := th.connectUDP("alice", "lobby", func(c *p2p.Config) {
+		c.AddrCheckInterval = 20 * time.Millisecond
+		c.PingInterval = time.Minute // no refresh during the test
+	})
+	port := alice.UDPLocal().Port()
+	moved := []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("192.0.2.7"), port)}
+	alice.SetCandidateSource(func() []netip.AddrPort { return moved })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _ := th.h.PeerUDP("lobby", alice.ID())
+		if len(st.Candidates) == 1 && st.Candidates[0] == moved[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hub has candidates %v, want %v", st.Candidates, moved)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
