@@ -91,6 +91,16 @@ func TestUDPThroughHub(t *testing.T) {
 			t.Fatalf("%s got %+v", p.ID(), m)
 		}
 	}
+	// A broadcast jumbo message reaches everyone whole.
+	big := bytes.Repeat([]byte("0123456789"), 5000)
+	if err := bob.BroadcastUDP(ctx, p2p.Envelope{Header: "big", Payload: big}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*p2p.Peer{alice, carol} {
+		if m := nextUDP(t, p); m.From != bob.ID() || !m.Broadcast || m.Header != "big" || !bytes.Equal(m.Payload, big) {
+			t.Fatalf("%s got %d bytes from %s (broadcast %v)", p.ID(), len(m.Payload), m.From, m.Broadcast)
+		}
+	}
 	st, ok := th.h.PeerUDP("lobby", bob.ID())
 	if !ok || st.DatagramsIn < 2 || st.DatagramsOut < 2 || st.Endpoint != bob.UDPLocal() {
 		t.Fatalf("bob's counters on the hub: %+v", st)
