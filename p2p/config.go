@@ -46,9 +46,9 @@ const (
 	DefaultMaxPeersPerNetwork = 256
 	// DefaultMaxConns caps the hub's connections, authenticated or not.
 	DefaultMaxConns = 10000
-	// DefaultPeerDatagramRate is the datagrams per second a peer may
-	// have the hub's UDP port route (a broadcast counts once per
-	// recipient); the burst is one second's worth. It leaves room for a
+	// DefaultPeerDatagramRate is the datagrams per second the hub's UDP
+	// port takes from one peer, whatever their kind (a broadcast counts
+	// once per recipient); the burst is one second's worth. It leaves room for a
 	// jumbo message at the SDK's default pace (8 MiB/s, about 8,200
 	// datagrams a second).
 	DefaultPeerDatagramRate = 20000
