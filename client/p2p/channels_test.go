@@ -436,3 +436,33 @@ func TestInputAllocatesNothing(t *testing.T) {
 		t.Errorf("the acknowledgement was dropped (%d)", d)
 	}
 }
+
+// TestRestartKeepsUnreadOrder: b's application has not read a's
+// messages when a starts a new incarnation (it closed its side as idle):
+// b delivers the old incarnation's messages first, then the new ones,
+// in order.
+func TestRestartKeepsUnreadOrder(t *testing.T) {
+	p := newPair(t, impair.Faults{}, ReliableConfig{IdleTimeout: 200 * time.Millisecond}, ReliableConfig{QueueLen: 1, IdleTimeout: time.Hour})
+	ctx := context.Background()
+	for n := uint32(1); n <= 5; n++ {
+		if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(n, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "a's messages acknowledged", p.a.acked)
+	waitFor(t, "a to close its conversation", func() bool { return p.a.ch.stats().Conversations == 0 })
+	for n := uint32(6); n <= 8; n++ {
+		if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(n, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "b to follow the new incarnation", func() bool { return p.b.ch.stats().Restarted == 1 })
+	for n := uint32(1); n <= 8; n++ {
+		if m := recv(t, p.b); binary.BigEndian.Uint32(m.Payload) != n {
+			t.Fatalf("got %d, want %d", binary.BigEndian.Uint32(m.Payload), n)
+		}
+	}
+	if st := p.b.ch.stats(); st.Lost != 0 || st.Conversations != 1 {
+		t.Errorf("b: %+v, want nothing lost, 1 open", st)
+	}
+}
