@@ -40,20 +40,20 @@ func TestP2PChatSendFile(t *testing.T) {
 	alice.wait(`send map data\.bin to ` + regexp.QuoteMeta(bobID) + `: 100% \(2\.0 MiB of 2\.0 MiB\)`)
 	bob.wait(`\* receiving map data\.bin \(2\.0 MiB\) from ` + regexp.QuoteMeta(aliceID))
 	bob.wait(`\* saved map data\.bin from ` + regexp.QuoteMeta(aliceID) + ` as .*map_data\.bin \(2\.0 MiB\)`)
-	alice.wait(`\* ` + regexp.QuoteMeta(bobID) + ` saved file 1 as map_data\.bin`)
+	alice.wait(`\* ` + regexp.QuoteMeta(bobID) + ` saved map data\.bin as map_data\.bin`)
 	if got, err := os.ReadFile(filepath.Join(bobDir, "map_data.bin")); err != nil || !bytes.Equal(got, file) {
 		t.Fatalf("bob's copy: %d bytes, %v", len(got), err)
 	}
 
 	alice.say("/send " + bobID + " " + path)
-	alice.wait(`\* ` + regexp.QuoteMeta(bobID) + ` saved file 2 as map_data \(1\)\.bin`)
+	alice.wait(`\* ` + regexp.QuoteMeta(bobID) + ` saved map data\.bin as map_data \(1\)\.bin`)
 	if got, err := os.ReadFile(filepath.Join(bobDir, "map_data (1).bin")); err != nil || !bytes.Equal(got, file) {
 		t.Fatalf("bob's second copy: %d bytes, %v", len(got), err)
 	}
 
 	alice.say("/send " + carolID + " " + path)
 	carol.wait(`! refused file map data\.bin from ` + regexp.QuoteMeta(aliceID) + `: 2\.0 MiB is over the limit of 1000 B`)
-	alice.wait(`! ` + regexp.QuoteMeta(carolID) + `: file 3 refused: 2\.0 MiB is over the limit of 1000 B`)
+	alice.wait(`! ` + regexp.QuoteMeta(carolID) + `: map data\.bin refused: 2\.0 MiB is over the limit of 1000 B`)
 	alice.say("/send " + carolID + " " + filepath.Join(src, "missing"))
 	alice.wait(`! send: open .*missing: no such file or directory`)
 	alice.say("/send " + carolID)
