@@ -466,3 +466,25 @@ func TestRestartKeepsUnreadOrder(t *testing.T) {
 		t.Errorf("b: %+v, want nothing lost, 1 open", st)
 	}
 }
+
+// TestReliableDefaults checks the documented defaults and KCP settings
+// (docs/protocol/p2p.md §13, docs/sdk/p2p-go.md).
+func TestReliableDefaults(t *testing.T) {
+	c := ReliableConfig{}.resolve()
+	if c.MaxMessage != 64<<10 || c.IdleTimeout != 2*time.Minute || c.QueueLen != 32 || c.MaxConversations != 768 {
+		t.Errorf("defaults %+v", c)
+	}
+	bulk, rt := c.convConfig(Ch1), c.convConfig(Realtime)
+	if c.convConfig(Ch2) != bulk {
+		t.Errorf("Ch2 %+v differs from Ch1 %+v", c.convConfig(Ch2), bulk)
+	}
+	if bulk.MTU != 1103 || bulk.SendWindow != 256 || bulk.RecvWindow != 256 || bulk.SendQueue != 512 || bulk.NoDelay || bulk.Interval != 20*time.Millisecond {
+		t.Errorf("Ch1 %+v", bulk)
+	}
+	if rt.MTU != 1103 || rt.SendWindow != 128 || rt.RecvWindow != 128 || rt.SendQueue != 256 || !rt.NoDelay || rt.Interval != 10*time.Millisecond {
+		t.Errorf("Realtime %+v", rt)
+	}
+	if maxReliableMessage != 138112 {
+		t.Errorf("the largest message is %d, the docs say 138,112", maxReliableMessage)
+	}
+}
