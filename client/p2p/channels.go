@@ -96,6 +96,7 @@ type channels struct {
 	cfg     ReliableConfig
 	log     *slog.Logger
 	send    segmentSender
+	known   func(peer string) bool // nil: any; a send to a peer it refuses fails with ErrUnknownPeer
 	loop    *kcploop.Loop
 	out     chan *ReliableMessage
 	wake    chan struct{} // capacity 1: a conversation became ready
@@ -167,6 +168,9 @@ func (l *channels) convFor(key convKey) (*rconv, error) {
 	}
 	c := l.convs[key]
 	if c == nil {
+		if l.known != nil && !l.known(key.peer) {
+			return nil, fmt.Errorf("p2p: send reliable to %s: %w", key.peer, ErrUnknownPeer) // it left while the send waited
+		}
 		return l.openLocked(key, l.incs[key]+1, nil)
 	}
 	// Idle for half the timeout: the other peer may be about to close its
