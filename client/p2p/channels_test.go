@@ -488,3 +488,34 @@ func TestReliableDefaults(t *testing.T) {
 		t.Errorf("the largest message is %d, the docs say 138,112", maxReliableMessage)
 	}
 }
+
+// TestWaitingSendFailsWhenPeerLeaves: a send waiting for room to a peer
+// that leaves fails with ErrUnknownPeer, and no conversation is left.
+func TestWaitingSendFailsWhenPeerLeaves(t *testing.T) {
+	p := newPair(t, impair.Faults{}, ReliableConfig{}, ReliableConfig{})
+	var gone atomic.Bool
+	p.a.ch.known = func(string) bool { return !gone.Load() }
+	ctx := context.Background()
+	p.proxy.SetBlackout(impair.Up, true)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for i := 0; ; i++ {
+		err := p.a.ch.sendReliable(cancelled, "bob~1", Ch1, Envelope{Payload: make([]byte, 1000)})
+		if errors.Is(err, context.Canceled) {
+			break // the queue is full
+		}
+		if err != nil || i > 10*BulkSendQueue {
+			t.Fatalf("filling the queue: %v after %d", err, i)
+		}
+	}
+	waiting := make(chan error, 1)
+	go func() { waiting <- p.a.ch.sendReliable(ctx, "bob~1", Ch1, Envelope{Payload: []byte("x")}) }()
+	gone.Store(true)
+	p.a.ch.peerLeft("bob~1")
+	if err := <-waiting; !errors.Is(err, ErrUnknownPeer) {
+		t.Fatalf("the waiting send: got %v, want ErrUnknownPeer", err)
+	}
+	if n := p.a.ch.stats().Conversations; n != 0 {
+		t.Errorf("%d conversations open after the peer left", n)
+	}
+}

@@ -47,7 +47,8 @@ func startReliable(p *Peer) (stop func()) {
 // returns ctx's error with nothing queued. The encoded envelope is at
 // most ReliableConfig.MaxMessage bytes (ErrTooLarge). It fails with
 // ErrNoUDP without a UDP session, ErrUnknownPeer for a peer not in the
-// network, ErrBadChannel, ErrTooManyConversations, and ErrClosed.
+// network (also when it leaves while the send waits), ErrBadChannel,
+// ErrTooManyConversations, and ErrClosed.
 func (p *Peer) SendReliable(ctx context.Context, to string, ch Channel, env Envelope) error {
 	select {
 	case <-p.closing:
