@@ -307,7 +307,7 @@ func (l *channels) input(from string, ch Channel, seg []byte) {
 			c.sendMu.Lock()
 			if c.kc.Pending() > 0 {
 				l.lost.Add(1)
-				l.log.Info("p2p: reliable conversation restarted by the other peer with messages unacknowledged", "peer", from, "channel", ch.String())
+				l.log.Debug("p2p: reliable conversation restarted by the other peer with messages unacknowledged", "peer", from, "channel", ch.String())
 			}
 			if l.retireSendLocked(c) {
 				prev = c
