@@ -39,6 +39,15 @@ type rconv struct {
 
 	active atomic.Int64 // unix nanoseconds of the last segment in or out, or send
 
+	// Messages sent after a quarter of the idle timeout of silence are
+	// "at risk": the other peer may open the next incarnation before it
+	// hears them (docs/protocol/p2p.md §13). A copy is kept until they
+	// are all acknowledged, and sent again on the next incarnation if it
+	// comes first.
+	riskMu sync.Mutex // serializes kc.Send with the copies
+	risky  atomic.Bool
+	atRisk [][]byte // guarded by riskMu
+
 	smu   sync.Mutex
 	space chan struct{} // guarded by smu; closed when acknowledgements may have made room
 
@@ -110,7 +119,7 @@ type channels struct {
 	ready  []*rconv           // guarded by mu: conversations that may hold a whole message
 	closed bool               // guarded by mu
 
-	opened, reaped, closedN, restarted, lost, dropped atomic.Uint64
+	opened, reaped, closedN, restarted, resent, lost, dropped atomic.Uint64
 
 	closeOnce sync.Once
 }
@@ -259,7 +268,7 @@ func (l *channels) sendReliable(ctx context.Context, to string, ch Channel, env 
 			c.sendMu.RUnlock()
 			continue // reaped, restarted or the peer left: take the current one
 		}
-		err = c.kc.Send(b)
+		err = l.sendOn(c, b)
 		c.sendMu.RUnlock()
 		switch {
 		case err == nil:
@@ -278,6 +287,34 @@ func (l *channels) sendReliable(ctx context.Context, to string, ch Channel, env 
 		default:
 			return fmt.Errorf("p2p: send reliable on %s: %w", ch, err)
 		}
+	}
+}
+
+// sendOn queues b on c, keeping a copy while c is at risk. c.sendMu is
+// held for reading.
+func (l *channels) sendOn(c *rconv, b []byte) error {
+	c.riskMu.Lock()
+	defer c.riskMu.Unlock()
+	if !c.risky.Load() && c.active.Load() < time.Now().Add(-l.cfg.IdleTimeout/4).UnixNano() && c.kc.Pending() == 0 {
+		c.risky.Store(true)
+	}
+	err := c.kc.Send(b)
+	if err == nil && c.risky.Load() {
+		c.atRisk = append(c.atRisk, bytes.Clone(b)) // bounded: all unacknowledged, within SendQueue
+	}
+	return err
+}
+
+// settleRisk forgets c's copies once everything is acknowledged.
+func (c *rconv) settleRisk() {
+	if !c.risky.Load() {
+		return
+	}
+	c.riskMu.Lock()
+	defer c.riskMu.Unlock()
+	if c.kc.Pending() == 0 {
+		c.atRisk = nil
+		c.risky.Store(false)
 	}
 }
 
@@ -303,11 +340,19 @@ func (l *channels) input(from string, ch Channel, seg []byte) {
 		// The other peer closed its conversation as idle and started the
 		// next incarnation: follow it.
 		var prev *rconv
+		var resend [][]byte
 		if c != nil {
 			c.sendMu.Lock()
 			if c.kc.Pending() > 0 {
-				l.lost.Add(1)
-				l.log.Debug("p2p: reliable conversation restarted by the other peer with messages unacknowledged", "peer", from, "channel", ch.String())
+				// Sent while the other peer was closing its side: it never
+				// delivered them (§13); they go again on the new one.
+				c.riskMu.Lock()
+				if resend = c.atRisk; len(resend) == 0 {
+					l.lost.Add(1)
+					l.log.Debug("p2p: reliable conversation restarted by the other peer with messages unacknowledged", "peer", from, "channel", ch.String())
+				}
+				c.atRisk = nil
+				c.riskMu.Unlock()
 			}
 			if l.retireSendLocked(c) {
 				prev = c
@@ -321,6 +366,14 @@ func (l *channels) input(from string, ch Channel, seg []byte) {
 			l.dropped.Add(1)
 			return
 		}
+		for _, m := range resend {
+			if l.sendOn(c, m) != nil {
+				l.lost.Add(1)
+			}
+		}
+		if len(resend) > 0 {
+			l.resent.Add(1)
+		}
 	default: // an old incarnation
 		l.mu.Unlock()
 		l.dropped.Add(1)
@@ -332,6 +385,7 @@ func (l *channels) input(from string, ch Channel, seg []byte) {
 		return
 	}
 	c.touch()
+	c.settleRisk()
 	c.wakeSenders()
 	if c.kc.PeekSize() >= 0 {
 		l.markReady(c)
@@ -508,5 +562,5 @@ func (l *channels) stats() ReliableStats {
 	n := len(l.convs)
 	l.mu.Unlock()
 	return ReliableStats{Conversations: n, Opened: l.opened.Load(), Reaped: l.reaped.Load(), Closed: l.closedN.Load(),
-		Restarted: l.restarted.Load(), Lost: l.lost.Load(), Dropped: l.dropped.Load()}
+		Restarted: l.restarted.Load(), Resent: l.resent.Load(), Lost: l.lost.Load(), Dropped: l.dropped.Load()}
 }

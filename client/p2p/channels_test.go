@@ -519,3 +519,56 @@ func TestWaitingSendFailsWhenPeerLeaves(t *testing.T) {
 		t.Errorf("%d conversations open after the peer left", n)
 	}
 }
+
+// TestRestartRaceResends plays the one race of §13 on purpose: b sends
+// on a conversation a quarter of the idle timeout quiet while a, which
+// has not heard it (the b→a direction is black-holed), opens the next
+// incarnation after half the timeout of silence. b follows a, sends the
+// message again on the new incarnation, and a gets it: nothing is lost.
+// The idle times are set by hand (the timeout is an hour), not waited
+// for.
+func TestRestartRaceResends(t *testing.T) {
+	cfg := ReliableConfig{IdleTimeout: time.Hour}
+	p := newPair(t, impair.Faults{}, cfg, cfg)
+	ctx := context.Background()
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, p.b)
+	if err := p.b.ch.sendReliable(ctx, "alice~1", Ch1, seqEnv(2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, p.a)
+	waitFor(t, "both acknowledged", func() bool { return p.a.acked() && p.b.acked() })
+
+	quiet := func(s *side, d time.Duration) {
+		s.ch.mu.Lock()
+		defer s.ch.mu.Unlock()
+		s.ch.convs[convKey{peer: s.other, ch: Ch1}].active.Store(time.Now().Add(-d).UnixNano())
+	}
+	p.proxy.SetBlackout(impair.Down, true) // b → a
+	quiet(p.b, 20*time.Minute)             // past a quarter: b's next message is at risk
+	if err := p.b.ch.sendReliable(ctx, "alice~1", Ch1, seqEnv(3, nil)); err != nil {
+		t.Fatal(err)
+	}
+	quiet(p.a, 40*time.Minute) // past half: a's next send opens incarnation 2
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(4, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(t, p.b); binary.BigEndian.Uint32(m.Payload) != 4 {
+		t.Fatalf("b got %d, want 4", binary.BigEndian.Uint32(m.Payload))
+	}
+	p.proxy.SetBlackout(impair.Down, false)
+	if m := recv(t, p.a); binary.BigEndian.Uint32(m.Payload) != 3 {
+		t.Fatalf("a got %d, want 3", binary.BigEndian.Uint32(m.Payload))
+	}
+	if st := p.b.ch.stats(); st.Restarted != 1 || st.Resent != 1 || st.Lost != 0 {
+		t.Errorf("b: %+v, want 1 restarted, 1 resent, 0 lost", st)
+	}
+	waitFor(t, "the copies forgotten", func() bool {
+		p.b.ch.mu.Lock()
+		c := p.b.ch.convs[convKey{peer: "alice~1", ch: Ch1}]
+		p.b.ch.mu.Unlock()
+		return c != nil && !c.risky.Load()
+	})
+}
