@@ -1,0 +1,5 @@
+package relay
+
+// SetUDPAddr makes the Conns of cfg send to addr instead of the UDP
+// endpoint the API gave (a proxy in front of the relay node).
+func SetUDPAddr(cfg *Config, addr string) { cfg.udpAddr = addr }
