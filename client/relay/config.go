@@ -105,6 +105,10 @@ type Config struct {
 	// udpAddr replaces the address of UDP endpoints (tests: a proxy in
 	// front of the relay node); set through export_test.go.
 	udpAddr string
+	// noPeerEvents makes a host not subscribe to peer events, as with a
+	// relay without them (tests of the fallback); set through
+	// export_test.go.
+	noPeerEvents bool
 }
 
 func (c *Config) resolve() Config {

@@ -152,7 +152,7 @@ func (c *Client) Dial(ctx context.Context, a *Allocation) (*Conn, error) {
 		// ACCEPTED tells it (from = host).
 		_ = hc
 	} else {
-		conn.subscribe = true
+		conn.subscribe = !c.cfg.noPeerEvents
 	}
 	conn.lastRecv.Store(time.Now().UnixNano())
 	car, err := conn.dialCarrier(ctx)

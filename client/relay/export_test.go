@@ -3,3 +3,7 @@ package relay
 // SetUDPAddr makes the Conns of cfg send to addr instead of the UDP
 // endpoint the API gave (a proxy in front of the relay node).
 func SetUDPAddr(cfg *Config, addr string) { cfg.udpAddr = addr }
+
+// DisablePeerEvents makes hosts of cfg not subscribe to peer events, as
+// with a relay node without them.
+func DisablePeerEvents(cfg *Config) { cfg.noPeerEvents = true }

@@ -143,6 +143,11 @@ func (c *Conn) keeper() {
 	}
 }
 
+// sendSubscribe sends a host's PEERS_SUBSCRIBE (0x80, Switchboard's
+// extension): the relay node acks it with PEER_EVENT subscribed, sends
+// "connected" for each peer connected now, then an event per change. A
+// relay without the extension drops it; the host then learns of a peer
+// from its first RELAY and of its leaving from DISCONNECT.
 func (c *Conn) sendSubscribe() {
 	if !c.subscribe {
 		return
@@ -150,10 +155,7 @@ func (c *Conn) sendSubscribe() {
 	c.mu.Lock()
 	c.subTries++
 	c.mu.Unlock()
-	c.sendMu.Lock()
-	b := appendPeersSubscribe(c.sendBuf[:0], c.alloc.ID)
-	_ = c.writeLocked(b)
-	c.sendMu.Unlock()
+	_ = c.write(&relaywire.PeersSubscribe{AllocationID: c.alloc.ID})
 }
 
 // reconnect binds again with a larger nonce, on a new carrier when

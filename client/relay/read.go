@@ -34,10 +34,6 @@ func (c *Conn) readLoop(ref *carrierRef) {
 
 // handle acts on one message from the relay node.
 func (c *Conn) handle(b []byte, rm *relaywire.Relay) {
-	if ev, peer, ok := parsePeerEvent(b); ok {
-		c.onPeerEvent(ev, peer)
-		return
-	}
 	t, err := relaywire.Peek(b)
 	if err != nil {
 		return // not ours (or an extension this version does not know)
@@ -48,6 +44,12 @@ func (c *Conn) handle(b []byte, rm *relaywire.Relay) {
 			return
 		}
 		c.onRelay(rm)
+	case relaywire.TypePeerEvent:
+		var m relaywire.PeerEvent
+		if m.Unmarshal(b) != nil {
+			return
+		}
+		c.onPeerEvent(m.Event, m.Peer)
 	case relaywire.TypeBindReceived:
 		signal(c.bound)
 	case relaywire.TypePing:
@@ -141,20 +143,24 @@ func (c *Conn) count(f func(*Stats)) {
 	c.mu.Unlock()
 }
 
-func (c *Conn) onPeerEvent(ev byte, peer AllocationID) {
+// onPeerEvent acts on a PEER_EVENT (docs/protocol/relay.md, host peer
+// events): the ack of PEERS_SUBSCRIBE, or a peer that connected or left,
+// deduplicated against the peer set (events are repeated after every
+// re-subscription).
+func (c *Conn) onPeerEvent(ev relaywire.PeerEventKind, peer AllocationID) {
 	if !c.IsHost() {
 		return
 	}
 	switch ev {
-	case peerEventSubscribed:
+	case relaywire.PeerSubscribed:
 		c.mu.Lock()
 		c.subAcked = true
 		c.mu.Unlock()
-	case peerEventConnected:
+	case relaywire.PeerConnected:
 		if c.addPeer(peer) {
 			c.emit(Event{Type: EventPeerConnected, Peer: peer})
 		}
-	case peerEventDisconnected:
+	case relaywire.PeerDisconnected:
 		if c.removePeer(peer) {
 			c.emit(Event{Type: EventPeerDisconnected, Peer: peer})
 		}
