@@ -88,7 +88,7 @@ func ParseTransport(s string) (Transport, error) {
 	for _, t := range Transports() {
 		names = append(names, string(t))
 	}
-	return "", fmt.Errorf("relay: unknown transport %q (want %s)", s, strings.Join(names, ", "))
+	return "", fmt.Errorf("relay: transport %q (want %s): %w", s, strings.Join(names, ", "), ErrUnknownTransport)
 }
 
 // endpointFor returns the first of eps that transport t can use.

@@ -171,6 +171,9 @@ func (c *Client) QoSServers(ctx context.Context, regions ...string) ([]api.QoSSe
 // [Conn] to the allocation: a host, ready for peers. Conn.JoinCode gives
 // the code to share.
 func (c *Client) Host(ctx context.Context, req AllocateRequest) (*Conn, error) {
+	if _, err := ParseTransport(string(c.cfg.Transport)); err != nil {
+		return nil, err
+	}
 	a, err := c.Allocate(ctx, req)
 	if err != nil {
 		return nil, err
@@ -184,6 +187,9 @@ func (c *Client) Host(ctx context.Context, req AllocateRequest) (*Conn, error) {
 // Join joins with a join code (as [Client.JoinAllocation]), binds a
 // [Conn] and connects it to the host.
 func (c *Client) Join(ctx context.Context, joinCode string) (*Conn, error) {
+	if _, err := ParseTransport(string(c.cfg.Transport)); err != nil {
+		return nil, err
+	}
 	a, err := c.JoinAllocation(ctx, joinCode)
 	if err != nil {
 		return nil, err

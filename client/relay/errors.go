@@ -32,8 +32,11 @@ var (
 	ErrTooLarge = errors.New("relay: payload too large")
 	// ErrNoEndpoint: the allocation lists no endpoint of the transport.
 	ErrNoEndpoint = errors.New("relay: no endpoint for the transport")
-	// ErrNoQoSServer: QoS measurement found no responder, or none
-	// answered.
+	// ErrUnknownTransport: Config.Transport names no carrier of this
+	// version ([Transports] lists them).
+	ErrUnknownTransport = errors.New("relay: unknown transport")
+	// ErrNoQoSServer: the API lists no QoS server (no healthy relay
+	// node).
 	ErrNoQoSServer = errors.New("relay: no QoS server answered")
 )
 
