@@ -179,7 +179,7 @@ func TestErrorPaths(t *testing.T) {
 			h.Close()
 			var err error
 			for range 100 { // the relay node reports the release to the store
-				if _, err = bob.Join(ctx, h.JoinCode()); err != nil {
+				if _, err = bob.JoinAllocation(ctx, h.JoinCode()); err != nil {
 					break
 				}
 				time.Sleep(50 * time.Millisecond)
