@@ -174,6 +174,23 @@ func TestErrorPaths(t *testing.T) {
 			<-p.Done()
 			return p.Err()
 		}, []error{relay.ErrHostGone}},
+		{"the host disconnects the peer", func(t *testing.T) error {
+			h := newHost(t, 1)
+			p, err := bob.Join(ctx, h.JoinCode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			waitEvent(t, h, relay.EventPeerConnected)
+			if err := h.Disconnect(ctx, p.ID()); err != nil {
+				t.Fatal(err)
+			}
+			<-p.Done()
+			if len(h.Peers()) != 0 {
+				t.Errorf("host's peers after Disconnect: %v", h.Peers())
+			}
+			return p.Err()
+		}, []error{relay.ErrHostGone}},
 		{"the join code dies with its host", func(t *testing.T) error {
 			h := newHost(t, 1)
 			h.Close()

@@ -180,6 +180,9 @@ func (c *Conn) onDisconnect(from AllocationID) {
 	if c.removePeer(from) {
 		c.emit(Event{Type: EventPeerDisconnected, Peer: from})
 	}
+	// Release the allocation too: when the host only disconnected this
+	// peer, it would otherwise live on until the relay's idle timeout.
+	c.sendClose()
 	c.end(ErrHostGone)
 	c.closeCarrier()
 }
