@@ -100,7 +100,8 @@ func (db *DB) RecordRelayJoin(ctx context.Context, code, id, owner string) error
 // ClaimRelayJoinCode hands code, held since its host died, to host
 // allocation a (a new allocation of owner, with no join code): the code's
 // Joins must hold prev with owner. It returns an error wrapping
-// ErrNotFound (no such code, or its grace period is over), ErrTaken
+// ErrNotFound (no such code, its host did not opt in to migration, or
+// its grace period is over), ErrTaken
 // (claimed by another first), ErrNotHeld (its host is alive, or its death
 // not yet recorded: retry) or ErrForbidden (prev did not join with it, or
 // not as owner). Asking again for the same a succeeds.
@@ -112,6 +113,9 @@ func (db *DB) ClaimRelayJoinCode(ctx context.Context, code string, a *RelayAlloc
 		switch {
 		case c.HostAllocationID == a.AllocationID:
 			return nil // a retry of a claim that won
+		case !c.Migration && c.HeldUntil.IsZero():
+			// Its host did not opt in: the code dies with it.
+			return fmt.Errorf("store: claim %s: its host did not opt in to migration: %w", code, ErrNotFound)
 		case !c.HeldUntil.IsZero() && !now.Before(c.HeldUntil):
 			return fmt.Errorf("store: claim %s: grace period over: %w", code, ErrNotFound)
 		case c.HeldUntil.IsZero() && joined(c):

@@ -242,7 +242,10 @@ func TestHostMigration(t *testing.T) {
 	if got := codeOf(t, e.claim(carol, nc2.AllocationID, code, jc2.AllocationID)); got != code {
 		t.Fatalf("second migration gave %q", got)
 	}
-	// carol's host did not opt in: its code dies with it.
+	// carol's host did not opt in: a claim is refused at once, and its
+	// code dies with it.
+	nb3 := e.allocate(bob, `{"maxConnections":4}`)
+	wantProblem(t, "claim of a code without migration", e.claim(bob, nb3.AllocationID, code, jb.AllocationID), 404, api.RelayCodeJoinCodeNotFound)
 	e.release(nc2)
 	wantProblem(t, "without opt-in the code dies", e.do("GET", "/relay/v1/joincode/"+code, bob, ""), 404, api.RelayCodeJoinCodeNotFound)
 
