@@ -31,6 +31,12 @@ const (
 	// earlier deadline: longer than the deployment's default grace
 	// period (10 s), in which the claim must land.
 	DefaultMigrateTimeout = 15 * time.Second
+	// DefaultMigrateReportWait is how long Migrate retries a claim that
+	// the server refuses because the host's end is not recorded (the
+	// relay node reports it within milliseconds of the DISCONNECT). After
+	// it, the host is taken to be alive (the joiner lost its own
+	// allocation) and Migrate joins the code again.
+	DefaultMigrateReportWait = 2 * time.Second
 	// migrateRetry is the pause between two claims or joins that the
 	// server asked to retry.
 	migrateRetry = 100 * time.Millisecond
@@ -63,7 +69,9 @@ func (c *Client) ClaimJoinCode(ctx context.Context, a *Allocation, joinCode stri
 // a host [Conn] with the same join code, to which the other peers
 // reconnect; a loser releases its new allocation and joins the code
 // again, getting a joiner Conn connected to the winner. Either way the
-// join code stays the same.
+// join code stays the same. When the host turns out to be alive (the
+// claim is refused as not held for DefaultMigrateReportWait: old lost its
+// own allocation), Migrate joins the code again too.
 //
 // It closes old. It fails with an error matching ErrJoinCodeNotFound when
 // the code died with its host (no host migration, or nobody claimed it in
@@ -91,13 +99,14 @@ func (c *Client) Migrate(ctx context.Context, old *Conn, req AllocateRequest) (*
 	if err != nil {
 		return nil, fmt.Errorf("relay: migrate: %w", err)
 	}
+	giveUp := time.Now().Add(DefaultMigrateReportWait)
 	for {
 		err = c.ClaimJoinCode(ctx, a, code, prev)
 		if err == nil {
 			c.cfg.Logger.Info("relay: took the session over as its host")
 			return c.Dial(ctx, a)
 		}
-		if !errors.Is(err, ErrJoinCodeNotHeld) {
+		if !errors.Is(err, ErrJoinCodeNotHeld) || time.Now().After(giveUp) {
 			break
 		}
 		if err := pause(ctx); err != nil {
@@ -106,7 +115,7 @@ func (c *Client) Migrate(ctx context.Context, old *Conn, req AllocateRequest) (*
 		}
 	}
 	c.release(a)
-	if !errors.Is(err, ErrJoinCodeTaken) {
+	if !errors.Is(err, ErrJoinCodeTaken) && !errors.Is(err, ErrJoinCodeNotHeld) {
 		return nil, fmt.Errorf("relay: migrate: %w", err)
 	}
 	for {

@@ -128,6 +128,7 @@ func TestMigrateAfterHostProcessDies(t *testing.T) {
 		peers[name] = p
 	}
 
+	killed := time.Now()
 	if err := host.Process.Kill(); err != nil { // no CLOSE: the relay must time it out
 		t.Fatal(err)
 	}
@@ -144,6 +145,7 @@ func TestMigrateAfterHostProcessDies(t *testing.T) {
 	}
 
 	// Both race to take over.
+	learned := time.Now()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	after := map[string]*relay.Conn{}
@@ -165,6 +167,8 @@ func TestMigrateAfterHostProcessDies(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	t.Logf("host killed → peers told %s (the relay's idle timeout); → both migrated %s",
+		learned.Sub(killed).Round(time.Millisecond), time.Since(learned).Round(time.Millisecond))
 	var newHost, joiner *relay.Conn
 	for _, c := range after {
 		t.Cleanup(func() { c.Close() })
@@ -229,5 +233,40 @@ func TestMigrateWithoutOptIn(t *testing.T) {
 	}
 	if _, err := rc.Migrate(ctx, host, relay.AllocateRequest{MaxConnections: 2}); err == nil {
 		t.Fatal("Migrate of a host's Conn succeeded")
+	}
+}
+
+// TestMigrateWhileHostAlive: a joiner that lost its own allocation (here:
+// closed) while the host lives finds the claim refused as not held, and
+// joins the same host again.
+func TestMigrateWhileHostAlive(t *testing.T) {
+	s := startStack(t)
+	ctx := ctxT(t)
+	host, err := s.client(t, "hoster", nil).Host(ctx, relay.AllocateRequest{MaxConnections: 2, Region: "local", HostMigration: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	rc := s.client(t, "alice", nil)
+	p, err := rc.Join(ctx, host.JoinCode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	c, err := rc.Migrate(ctx, p, relay.AllocateRequest{MaxConnections: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.IsHost() || c.HostID() != host.ID() || c.JoinCode() != host.JoinCode() {
+		t.Fatalf("after Migrate: host %v, its host %s (want %s), code %q", c.IsHost(), c.HostID(), host.ID(), c.JoinCode())
+	}
+	if err := c.Send(ctx, host.ID(), []byte("back")); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if got, from := recv(t, host); got == "back" && from == c.ID() {
+			break
+		}
 	}
 }

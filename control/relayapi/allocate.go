@@ -429,8 +429,10 @@ func (s *Server) liveCode(ctx context.Context, code string, now time.Time) (*sto
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, nil, nil, err
 		}
+		// The host's record gets its code just after the code's record
+		// (made, or claimed): an empty one is not a sign of death.
 		var n *store.Node
-		if host != nil && host.JoinCode == code && now.Before(host.ExpiresAt) {
+		if host != nil && (host.JoinCode == code || host.JoinCode == "") && now.Before(host.ExpiresAt) {
 			if n, err = s.liveNode(ctx, jc.NodeID, jc.BootEpoch); err != nil {
 				return nil, nil, nil, err
 			}
