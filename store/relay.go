@@ -184,15 +184,26 @@ func (db *DB) ReleaseRelayAllocation(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if a.JoinCode != "" {
-		if err := db.holdOrKillCode(ctx, a); err != nil {
+	// A held code is held before its host's record goes (a join that
+	// finds the record gone must find the code held, or it deletes it);
+	// a dying code goes after (a join refused for a dead code finds the
+	// record gone).
+	held := a.JoinCode != "" && a.migrates()
+	if held {
+		if err := db.holdCode(ctx, a); err != nil {
 			return err
 		}
 	}
 	if err := db.DropRelayQuota(ctx, a.QuotaKeys); err != nil {
 		return err
 	}
-	return purge(ctx, db.relay.allocs, "relay allocation", id)
+	if err := purge(ctx, db.relay.allocs, "relay allocation", id); err != nil {
+		return err
+	}
+	if a.JoinCode != "" && !held {
+		return db.killCodeOf(ctx, a.JoinCode, a.AllocationID)
+	}
+	return nil
 }
 
 // CreateRelayAPIKey stores k under k.KeyID. It returns an error wrapping

@@ -40,12 +40,14 @@ var (
 	ErrTaken = errors.New("store: join code taken over by another allocation")
 )
 
-// holdOrKillCode ends host a's join code as a is released: held until
-// now + a.MigrationGrace when a opted in to migration, else purged.
-func (db *DB) holdOrKillCode(ctx context.Context, a *RelayAllocation) error {
-	if !a.HostMigration || a.MigrationGrace <= 0 || a.HostAllocationID != "" {
-		return db.killCodeOf(ctx, a.JoinCode, a.AllocationID)
-	}
+// migrates reports whether a is a host that opted in to migration.
+func (a *RelayAllocation) migrates() bool {
+	return a.HostMigration && a.MigrationGrace > 0 && a.HostAllocationID == ""
+}
+
+// holdCode holds host a's join code until now + a.MigrationGrace, as a
+// is released.
+func (db *DB) holdCode(ctx context.Context, a *RelayAllocation) error {
 	until := db.cfg.Now().UTC().Add(a.MigrationGrace)
 	_, err := update(ctx, db.relay.codes, "relay join code", a.JoinCode, func(c *RelayJoinCode) error {
 		if c.HostAllocationID != a.AllocationID {
