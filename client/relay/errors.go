@@ -149,6 +149,7 @@ var problems = []error{
 	ErrInvalidRequest, ErrRegionNotFound, ErrAllocationNotFound, ErrJoinCodeNotFound, ErrNoSuitableRelay,
 	ErrInvalidArgument, ErrUnauthenticated, ErrForbidden, ErrEntityNotFound, ErrMethodNotAllowed,
 	ErrRateLimited, ErrQuotaExceeded, ErrInternal, ErrServiceUnavailable,
+	ErrJoinCodeTaken, ErrJoinCodeMigrating, ErrJoinCodeNotHeld, // migrate.go
 }
 
 // ProblemName returns what a relay API error code means ("join code not

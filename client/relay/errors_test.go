@@ -46,6 +46,8 @@ var problemSentinels = map[int]error{
 	api.RelayCodeEntityNotFound: relay.ErrEntityNotFound, api.RelayCodeMethodNotAllowed: relay.ErrMethodNotAllowed,
 	api.RelayCodeRateLimited: relay.ErrRateLimited, api.RelayCodeQuotaExceeded: relay.ErrQuotaExceeded,
 	api.RelayCodeInternal: relay.ErrInternal, api.RelayCodeServiceUnavailable: relay.ErrServiceUnavailable,
+	api.RelayCodeJoinCodeTaken: relay.ErrJoinCodeTaken, api.RelayCodeJoinCodeMigrating: relay.ErrJoinCodeMigrating,
+	api.RelayCodeJoinCodeNotHeld: relay.ErrJoinCodeNotHeld,
 }
 
 // TestProblemSentinels: a problem-JSON answer of every relay API code
@@ -65,6 +67,15 @@ func TestProblemSentinels(t *testing.T) {
 		if !errors.Is(e, want) {
 			t.Errorf("code %d does not match %v", code, want)
 		}
+		if name := relay.ProblemName(code); "relay: "+name != want.Error() {
+			t.Errorf("ProblemName(%d) = %q, want the sentinel's %q", code, name, want)
+		}
+	}
+}
+
+func TestProblemNameUnknown(t *testing.T) {
+	if got := relay.ProblemName(15999); got != "error 15999" {
+		t.Fatalf("ProblemName(15999) = %q", got)
 	}
 }
 
