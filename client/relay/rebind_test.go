@@ -36,7 +36,7 @@ func (s *stack) proxy(t *testing.T) (*impair.Proxy, string) {
 
 // connectedPair returns a host made with hostCfg and a joiner connected
 // to it, each having heard the other.
-func connectedPair(t *testing.T, s *stack, hostCfg, joinCfg *relay.Config) (host, peer *relay.Conn) {
+func connectedPair(t testing.TB, s *stack, hostCfg, joinCfg *relay.Config) (host, peer *relay.Conn) {
 	t.Helper()
 	ctx := ctxT(t)
 	host, err := s.client(t, "host", hostCfg).Host(ctx, relay.AllocateRequest{MaxConnections: 4})
