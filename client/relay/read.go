@@ -60,12 +60,12 @@ func (c *Conn) handle(b []byte, rm *relaywire.Relay) {
 			return
 		}
 		c.mu.Lock()
-		first := c.host.IsZero()
-		if first {
+		if c.host.IsZero() {
 			c.host = m.From
 		}
+		ours := m.From == c.host
 		c.mu.Unlock()
-		if first || m.From == c.host {
+		if ours {
 			select {
 			case c.connected <- nil:
 			default:
