@@ -306,7 +306,8 @@ func deadUDP(t *testing.T) api.RelayServerEndpoint {
 
 // TestTimedOut: an allocation silent past the relay node's idle timeout
 // (10 s) is released and told so (ERROR 1); the Conn ends with
-// ErrTimedOut and the host sees the peer leave.
+// ErrTimedOut and the host sees the peer leave. The host, kept alive by
+// its PINGs, lives on.
 func TestTimedOut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for the relay's 10 s idle timeout")
@@ -336,4 +337,15 @@ func TestTimedOut(t *testing.T) {
 	if err := peer.Send(context.Background(), host.ID(), []byte("still there?")); !errors.Is(err, relay.ErrClosed) {
 		t.Fatalf("send after the timeout: %v, want ErrClosed", err)
 	}
+	// The host, as silent but for its keep-alive PINGs, outlived the same
+	// 10 s: a new peer joins and talks to it.
+	if err := host.Err(); err != nil {
+		t.Fatalf("host ended: %v", err)
+	}
+	again, err := s.client(t, "carol", nil).Join(ctx, host.JoinCode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	flows(t, again, host, host.ID())
 }
