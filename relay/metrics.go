@@ -29,6 +29,7 @@ const (
 	dropCapacity                       // MaxAllocations or MaxReleased reached
 	dropSendFailed                     // a socket write failed, or a WebSocket send queue was full
 	dropNoRoute                        // the recipient has no live carrier
+	dropSubscribe                      // PEERS_SUBSCRIBE from a joiner, or over the allocation's subscribe rate
 	numDropReasons
 )
 
@@ -36,7 +37,7 @@ var dropNames = [numDropReasons]string{
 	"malformed", "unknown_type", "too_large", "bad_connection_data", "bad_hmac",
 	"wrong_node", "expired", "released", "unknown_allocation", "address_mismatch",
 	"not_connected", "unauthorized", "rejected", "bandwidth", "source_rate",
-	"capacity", "send_failed", "no_route",
+	"capacity", "send_failed", "no_route", "subscribe",
 }
 
 type metrics struct {
