@@ -78,8 +78,12 @@ type RoomsResult struct {
 	ServerCPUSeconds                float64 // CPU the server used during the window; 0 without metrics
 	ServerCores                     float64 // ServerCPUSeconds / Window
 	BenchCores                      float64 // CPU this process used during the window
-	MicrosPerFrame                  float64 // server CPU µs per frame delivered to a player
-	PlayersPerCore                  float64 // players connected / ServerCores
+	// BenchMicrosPerFrame is this process's CPU µs per frame delivered:
+	// the load generator's cost per player per tick, beside the server's
+	// MicrosPerFrame, to show it is not the limit.
+	BenchMicrosPerFrame float64
+	MicrosPerFrame      float64 // server CPU µs per frame delivered to a player
+	PlayersPerCore      float64 // players connected / ServerCores
 }
 
 // RunRooms creates cfg.Rooms rooms, fills them with bots, measures for
@@ -271,6 +275,9 @@ measure:
 		LatencyP99:       lat.Quantile(0.99),
 		BenchCores:       (processCPU() - benchBefore).Seconds() / window.Seconds(),
 	}
+	if res.FramesPerSecond > 0 {
+		res.BenchMicrosPerFrame = res.BenchCores * 1e6 / res.FramesPerSecond
+	}
 	if cfg.MetricsURL != "" {
 		if after, err = scrape(ctx, cfg.MetricsURL); err != nil {
 			return nil, err
@@ -337,5 +344,5 @@ func (r *RoomsResult) Report(w io.Writer) {
 	} else {
 		fmt.Fprintln(w, "server CPU            unknown (no --metrics URL)")
 	}
-	fmt.Fprintf(w, "load generator CPU    %.2f cores (GOMAXPROCS %d)\n", r.BenchCores, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(w, "load generator CPU    %.2f cores; %.2f µs per frame delivered (GOMAXPROCS %d)\n", r.BenchCores, r.BenchMicrosPerFrame, runtime.GOMAXPROCS(0))
 }
