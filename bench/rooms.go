@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"runtime"
 	"sync"
@@ -73,7 +74,7 @@ type RoomsResult struct {
 	InputsPerSecond                 float64
 	LatencyP50                      time.Duration // input → the frame carrying it
 	LatencyP99                      time.Duration
-	TickLatenessP50                 time.Duration // from the server's metrics; 0 without them
+	TickLatenessP50                 time.Duration // from the server's metrics; 0 without them; -1 beyond the top bucket
 	TickLatenessP99                 time.Duration
 	ServerCPUSeconds                float64 // CPU the server used during the window; 0 without metrics
 	ServerCores                     float64 // ServerCPUSeconds / Window
@@ -285,8 +286,8 @@ measure:
 		res.ServerCPUSeconds = after.CPUSeconds - before.CPUSeconds
 		res.ServerCores = res.ServerCPUSeconds / window.Seconds()
 		late := after.Lateness.sub(before.Lateness)
-		res.TickLatenessP50 = time.Duration(late.quantile(0.5) * float64(time.Second))
-		res.TickLatenessP99 = time.Duration(late.quantile(0.99) * float64(time.Second))
+		res.TickLatenessP50 = bucketDuration(late.quantile(0.5))
+		res.TickLatenessP99 = bucketDuration(late.quantile(0.99))
 		if res.FramesPerSecond > 0 {
 			res.MicrosPerFrame = res.ServerCPUSeconds * 1e6 / (res.FramesPerSecond * window.Seconds())
 		}
@@ -338,11 +339,28 @@ func (r *RoomsResult) Report(w io.Writer) {
 	fmt.Fprintf(w, "frames/s delivered    %.0f (inputs/s %.0f) over %.1fs\n", r.FramesPerSecond, r.InputsPerSecond, r.Window.Seconds())
 	fmt.Fprintf(w, "input→frame latency   p50 %v  p99 %v\n", r.LatencyP50, r.LatencyP99)
 	if r.ServerCPUSeconds > 0 {
-		fmt.Fprintf(w, "tick lateness         p50 ≤ %v  p99 ≤ %v (server histogram buckets)\n", r.TickLatenessP50, r.TickLatenessP99)
+		fmt.Fprintf(w, "tick lateness         p50 %s  p99 %s (server histogram buckets)\n", bucketString(r.TickLatenessP50), bucketString(r.TickLatenessP99))
 		fmt.Fprintf(w, "server CPU            %.2f cores; %.2f µs per frame delivered; %.0f players per core\n",
 			r.ServerCores, r.MicrosPerFrame, r.PlayersPerCore)
 	} else {
 		fmt.Fprintln(w, "server CPU            unknown (no --metrics URL)")
 	}
 	fmt.Fprintf(w, "load generator CPU    %.2f cores; %.2f µs per frame delivered (GOMAXPROCS %d)\n", r.BenchCores, r.BenchMicrosPerFrame, runtime.GOMAXPROCS(0))
+}
+
+// bucketDuration converts a histogram bucket's upper bound in seconds; the
+// +Inf bucket becomes -1.
+func bucketDuration(sec float64) time.Duration {
+	if math.IsInf(sec, 1) {
+		return -1
+	}
+	return time.Duration(sec * float64(time.Second))
+}
+
+// bucketString prints a quantile read from histogram buckets.
+func bucketString(d time.Duration) string {
+	if d < 0 {
+		return "beyond the top bucket"
+	}
+	return "≤ " + d.String()
 }
