@@ -228,20 +228,23 @@ func (l *Loop) update(due []*Conv) {
 			c.mu.Unlock()
 			continue
 		}
+		if c.dirty {
+			kcpFlush(c.kcp, kcp.IKCP_FLUSH_FULL)
+			c.dirty = false
+		}
+		if c.kcp.WaitSnd() == 0 {
+			// Nothing in flight: no retransmission or window probe is
+			// due, and the flush above sent any acknowledgement.
+			l.park(c)
+			c.mu.Unlock()
+			continue
+		}
 		next := c.due
-		if c.dirty || int32(now-c.due) >= 0 {
-			if c.dirty {
-				kcpFlush(c.kcp, kcp.IKCP_FLUSH_FULL)
-				c.dirty = false
-			}
+		if int32(now-c.due) >= 0 {
 			c.kcp.Update()
 			next = c.kcp.Check()
 		}
-		if c.kcp.WaitSnd() == 0 {
-			l.park(c)
-		} else {
-			l.schedule(c, next)
-		}
+		l.schedule(c, next)
 		c.mu.Unlock()
 	}
 }
