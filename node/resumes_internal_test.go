@@ -12,7 +12,9 @@ import (
 func TestResumeSuccessorsBounds(t *testing.T) {
 	var r resumeSuccessors
 	t0 := time.Unix(1000, 0)
-	key := func(i int) rooms.ResumeKey { return rooms.ResumeKey{RoomID: "r", Seat: i % 16, SessionID: "s", Gen: uint64(i)} }
+	key := func(i int) rooms.ResumeKey {
+		return rooms.ResumeKey{RoomID: "r", Seat: i % 16, SessionID: "s", Gen: uint64(i)}
+	}
 	links := make([]*rooms.Link, maxResumeSuccessors+1)
 	for i := range links {
 		links[i] = new(rooms.Link)
