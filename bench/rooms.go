@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -52,6 +53,10 @@ type RoomsConfig struct {
 	// Out receives a progress line every second and the report. Nil
 	// discards them.
 	Out io.Writer
+	// CPUProfile, when set, receives a CPU profile of this process
+	// (runtime/pprof) over the measured window: where the load
+	// generator's own time goes.
+	CPUProfile io.Writer
 }
 
 // RoomsResult is the outcome of a measured run.
@@ -245,6 +250,11 @@ ramp:
 		}
 	}
 	benchBefore := processCPU()
+	if cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+			return nil, fmt.Errorf("bench: cpu profile: %w", err)
+		}
+	}
 	f0, i0, d0 := cnt.Frames.Load(), cnt.Inputs.Load(), cnt.Disconnects.Load()
 	w0 := time.Now()
 	lastFrames = f0
@@ -261,6 +271,9 @@ measure:
 		}
 	}
 	window := time.Since(w0)
+	if cfg.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
 	res := &RoomsResult{
 		Transport:        cfg.Transport,
 		JoinedUDP:        cnt.JoinedUDP.Load(),
