@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -51,6 +53,10 @@ type RoomsConfig struct {
 	// Out receives a progress line every second and the report. Nil
 	// discards them.
 	Out io.Writer
+	// CPUProfile, when set, receives a CPU profile of this process
+	// (runtime/pprof) over the measured window: where the load
+	// generator's own time goes.
+	CPUProfile io.Writer
 }
 
 // RoomsResult is the outcome of a measured run.
@@ -73,13 +79,17 @@ type RoomsResult struct {
 	InputsPerSecond                 float64
 	LatencyP50                      time.Duration // input → the frame carrying it
 	LatencyP99                      time.Duration
-	TickLatenessP50                 time.Duration // from the server's metrics; 0 without them
+	TickLatenessP50                 time.Duration // from the server's metrics; 0 without them; -1 beyond the top bucket
 	TickLatenessP99                 time.Duration
 	ServerCPUSeconds                float64 // CPU the server used during the window; 0 without metrics
 	ServerCores                     float64 // ServerCPUSeconds / Window
 	BenchCores                      float64 // CPU this process used during the window
-	MicrosPerFrame                  float64 // server CPU µs per frame delivered to a player
-	PlayersPerCore                  float64 // players connected / ServerCores
+	// BenchMicrosPerFrame is this process's CPU µs per frame delivered:
+	// the load generator's cost per player per tick, beside the server's
+	// MicrosPerFrame, to show it is not the limit.
+	BenchMicrosPerFrame float64
+	MicrosPerFrame      float64 // server CPU µs per frame delivered to a player
+	PlayersPerCore      float64 // players connected / ServerCores
 }
 
 // RunRooms creates cfg.Rooms rooms, fills them with bots, measures for
@@ -240,6 +250,11 @@ ramp:
 		}
 	}
 	benchBefore := processCPU()
+	if cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+			return nil, fmt.Errorf("bench: cpu profile: %w", err)
+		}
+	}
 	f0, i0, d0 := cnt.Frames.Load(), cnt.Inputs.Load(), cnt.Disconnects.Load()
 	w0 := time.Now()
 	lastFrames = f0
@@ -256,6 +271,9 @@ measure:
 		}
 	}
 	window := time.Since(w0)
+	if cfg.CPUProfile != nil {
+		pprof.StopCPUProfile()
+	}
 	res := &RoomsResult{
 		Transport:        cfg.Transport,
 		JoinedUDP:        cnt.JoinedUDP.Load(),
@@ -271,6 +289,9 @@ measure:
 		LatencyP99:       lat.Quantile(0.99),
 		BenchCores:       (processCPU() - benchBefore).Seconds() / window.Seconds(),
 	}
+	if res.FramesPerSecond > 0 {
+		res.BenchMicrosPerFrame = res.BenchCores * 1e6 / res.FramesPerSecond
+	}
 	if cfg.MetricsURL != "" {
 		if after, err = scrape(ctx, cfg.MetricsURL); err != nil {
 			return nil, err
@@ -278,8 +299,8 @@ measure:
 		res.ServerCPUSeconds = after.CPUSeconds - before.CPUSeconds
 		res.ServerCores = res.ServerCPUSeconds / window.Seconds()
 		late := after.Lateness.sub(before.Lateness)
-		res.TickLatenessP50 = time.Duration(late.quantile(0.5) * float64(time.Second))
-		res.TickLatenessP99 = time.Duration(late.quantile(0.99) * float64(time.Second))
+		res.TickLatenessP50 = bucketDuration(late.quantile(0.5))
+		res.TickLatenessP99 = bucketDuration(late.quantile(0.99))
 		if res.FramesPerSecond > 0 {
 			res.MicrosPerFrame = res.ServerCPUSeconds * 1e6 / (res.FramesPerSecond * window.Seconds())
 		}
@@ -331,11 +352,28 @@ func (r *RoomsResult) Report(w io.Writer) {
 	fmt.Fprintf(w, "frames/s delivered    %.0f (inputs/s %.0f) over %.1fs\n", r.FramesPerSecond, r.InputsPerSecond, r.Window.Seconds())
 	fmt.Fprintf(w, "input→frame latency   p50 %v  p99 %v\n", r.LatencyP50, r.LatencyP99)
 	if r.ServerCPUSeconds > 0 {
-		fmt.Fprintf(w, "tick lateness         p50 ≤ %v  p99 ≤ %v (server histogram buckets)\n", r.TickLatenessP50, r.TickLatenessP99)
+		fmt.Fprintf(w, "tick lateness         p50 %s  p99 %s (server histogram buckets)\n", bucketString(r.TickLatenessP50), bucketString(r.TickLatenessP99))
 		fmt.Fprintf(w, "server CPU            %.2f cores; %.2f µs per frame delivered; %.0f players per core\n",
 			r.ServerCores, r.MicrosPerFrame, r.PlayersPerCore)
 	} else {
 		fmt.Fprintln(w, "server CPU            unknown (no --metrics URL)")
 	}
-	fmt.Fprintf(w, "load generator CPU    %.2f cores (GOMAXPROCS %d)\n", r.BenchCores, runtime.GOMAXPROCS(0))
+	fmt.Fprintf(w, "load generator CPU    %.2f cores; %.2f µs per frame delivered (GOMAXPROCS %d)\n", r.BenchCores, r.BenchMicrosPerFrame, runtime.GOMAXPROCS(0))
+}
+
+// bucketDuration converts a histogram bucket's upper bound in seconds; the
+// +Inf bucket becomes -1.
+func bucketDuration(sec float64) time.Duration {
+	if math.IsInf(sec, 1) {
+		return -1
+	}
+	return time.Duration(sec * float64(time.Second))
+}
+
+// bucketString prints a quantile read from histogram buckets.
+func bucketString(d time.Duration) string {
+	if d < 0 {
+		return "beyond the top bucket"
+	}
+	return "≤ " + d.String()
 }

@@ -17,6 +17,12 @@ import (
 // writer and KCP loop goroutines) in [UDPPath].
 const BotsPerUDPSocket = 500
 
+// udpReadBuffer is the receive buffer each shared socket asks for: 500
+// bots at 30 Hz receive about 30,000 datagrams a second, and with the
+// SDK's 1 MiB a 20 ms wait for the CPU overflowed it (the kernel's
+// RcvbufErrors counted thousands of FRAMEs a run on a busy machine).
+const udpReadBuffer = 8 << 20
+
 // UDPPath is the bench side of the UDP channel: sockets that the bots
 // share, with batched reads and writes, so that the bench is not the
 // limit; and, when Loss or Jitter is set, an impairment proxy
@@ -51,7 +57,7 @@ func NewUDPPath(bots int, loss float64, jitter time.Duration, log *slog.Logger) 
 		redirect = p.redirect
 	}
 	for range max(1, (bots+BotsPerUDPSocket-1)/BotsPerUDPSocket) {
-		s, err := rooms.NewUDPSocket(rooms.UDPSocketConfig{Listen: "", Redirect: redirect, Logger: log})
+		s, err := rooms.NewUDPSocket(rooms.UDPSocketConfig{Listen: "", Redirect: redirect, Logger: log, ReadBuffer: udpReadBuffer})
 		if err != nil {
 			p.Close()
 			return nil, fmt.Errorf("bench: %w", err)

@@ -15,7 +15,8 @@ import (
 type Dispatcher struct {
 	s       *Server
 	link    *rooms.Link
-	invalid int // invalid messages in a row
+	invalid int  // invalid messages in a row
+	spoke   bool // a message came: the client holds this connection's WELCOME
 	input   roomwire.Input
 	custom  roomwire.Custom
 	req     roomwire.FrameReq
@@ -35,6 +36,10 @@ type Dispatcher struct {
 // closes the connection with ERROR 6. Unknown types are ignored.
 func (d *Dispatcher) Dispatch(p []byte) (pong *rooms.Msg, fatal bool) {
 	m := d.s.m
+	if !d.spoke {
+		d.spoke = true
+		d.s.resumes.confirm(d.link)
+	}
 	t, err := roomwire.Peek(p)
 	if errors.Is(err, roomwire.ErrUnknownType) {
 		m.in[p[0]].Inc() // ignored; neither valid nor invalid

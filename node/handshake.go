@@ -78,11 +78,24 @@ func (s *Server) seat(hs roomwire.Handshake, ticketID string, p rooms.Peer, exem
 		}
 		exempt(true) // WELCOME and the catch-up, bounded by the retention
 		k := rooms.ResumeKey{RoomID: t.RoomID, Seat: t.Seat, SessionID: t.SessionID, Gen: t.Gen}
+		now := s.cfg.Now()
+		used := k
 		link, err = r.Resume(k, hs.Resume.LastFrame, p)
+		if errors.Is(err, rooms.ErrResumeRejected) {
+			// k's resume may have seated a connection whose WELCOME
+			// (and new token) never reached the client: see resumeSuccessors.
+			if next, ok := s.resumes.lookup(k, now); ok {
+				used = next
+				link, err = r.Resume(next, hs.Resume.LastFrame, p)
+			}
+		}
 		exempt(false)
 		if err != nil {
 			return nil, rooms.Code(err), err
 		}
+		next := used
+		next.Gen++ // a resume moves the seat one generation on (rooms.Room.Resume)
+		s.resumes.record(k, next, link, now)
 	}
 	return link, 0, nil
 }

@@ -139,16 +139,30 @@ func TestResume(t *testing.T) {
 		t.Errorf("MEMBER %+v, want seat 0 online", m)
 	}
 
-	// The token of the first WELCOME is used up.
+	// c has not spoken yet: for all the node knows its WELCOME was lost,
+	// and the first WELCOME's token resumes once more (resumeSuccessors),
+	// replacing c.
+	c2 := e.dial()
+	c2.resume(wa.ResumeToken, w.Frame)
+	w2 := expect[*roomwire.Welcome](c2)
+	if w2.Seat != 0 || bytes.Equal(w2.ResumeToken, w.ResumeToken) {
+		t.Errorf("second resume with the first token: seat %d, token reused %v", w2.Seat, bytes.Equal(w2.ResumeToken, w.ResumeToken))
+	}
+	if er := c.expectError(roomwire.CodeSeatTaken); er.Reason != "replaced" {
+		t.Errorf("replaced connection got reason %q", er.Reason)
+	}
+	// Once c2 has spoken, the token of the first WELCOME is used up.
+	c2.send(&roomwire.Ping{ClientMS: 1})
+	expect[*roomwire.Pong](c2)
 	d := e.dial()
 	d.resume(wa.ResumeToken, 0)
 	d.expectError(roomwire.CodeResumeRejected)
 
 	// A RESUME for the seat while it is connected replaces the connection.
 	n := e.dial()
-	n.resume(w.ResumeToken, w.Frame)
+	n.resume(w2.ResumeToken, w2.Frame)
 	expect[*roomwire.Welcome](n)
-	if er := c.expectError(roomwire.CodeSeatTaken); er.Reason != "replaced" {
+	if er := c2.expectError(roomwire.CodeSeatTaken); er.Reason != "replaced" {
 		t.Errorf("replaced connection got reason %q", er.Reason)
 	}
 }

@@ -30,6 +30,7 @@ type Server struct {
 	engine  *rooms.Engine
 	m       *metrics
 	tickets *ticketCache
+	resumes resumeSuccessors
 	records *recordQueue
 	adm     *admission
 	mux     *http.ServeMux

@@ -369,9 +369,10 @@ func (c *udpConn) cause() error {
 	return c.err
 }
 
-// reliable sends msg on KCP.
+// reliable sends msg on KCP, at once: an INPUT that waited for KCP's next
+// flush (up to its 10 ms interval) could miss the node's next tick.
 func (c *udpConn) reliable(msg []byte) error {
-	switch err := c.kc.Send(msg); {
+	switch err := c.kc.SendFlush(msg); {
 	case err == nil:
 		return nil
 	case errors.Is(err, kcploop.ErrSendQueueFull):

@@ -24,6 +24,8 @@ const (
 	// DefaultUDPWriteQueueBytes caps the datagrams waiting for the socket's
 	// writer; beyond it datagrams are dropped (KCP resends what matters).
 	DefaultUDPWriteQueueBytes = 4 << 20
+	// DefaultUDPReadBuffer is the socket receive buffer asked for.
+	DefaultUDPReadBuffer = 1 << 20
 	// udpReadBuffer is each read buffer: any datagram anyone accepts fits.
 	udpReadBuffer = roomudp.MaxDatagram + 1
 )
@@ -44,6 +46,12 @@ type UDPSocketConfig struct {
 	// WriteQueueBytes caps the bytes waiting for the writer. Zero means
 	// DefaultUDPWriteQueueBytes.
 	WriteQueueBytes int
+	// ReadBuffer is the socket receive buffer asked for, in bytes (the
+	// system caps it: net.core.rmem_max on Linux). Zero means
+	// DefaultUDPReadBuffer. A socket that many connections share needs
+	// more: what arrives while its reader waits for a CPU is dropped
+	// beyond it.
+	ReadBuffer int
 	// Logger receives the socket's rare events. Nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -105,6 +113,7 @@ func NewUDPSocket(cfg UDPSocketConfig) (*UDPSocket, error) {
 	}
 	setInt(&cfg.Batch, DefaultUDPBatch)
 	setInt(&cfg.WriteQueueBytes, DefaultUDPWriteQueueBytes)
+	setInt(&cfg.ReadBuffer, DefaultUDPReadBuffer)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -121,7 +130,7 @@ func NewUDPSocket(cfg UDPSocketConfig) (*UDPSocket, error) {
 	if s.uc, err = net.ListenUDP("udp", la); err != nil {
 		return nil, fmt.Errorf("udp socket: %w", err)
 	}
-	if s.io, err = udpio.New(s.uc, udpio.Config{Batch: cfg.Batch, ReadBuffer: 1 << 20, WriteBuffer: 1 << 20}); err != nil {
+	if s.io, err = udpio.New(s.uc, udpio.Config{Batch: cfg.Batch, ReadBuffer: cfg.ReadBuffer, WriteBuffer: 1 << 20}); err != nil {
 		s.uc.Close()
 		return nil, fmt.Errorf("udp socket: %w", err)
 	}

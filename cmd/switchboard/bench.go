@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,7 +23,7 @@ func newBenchCmd() *cobra.Command {
 func newBenchRoomsCmd() *cobra.Command {
 	var af apiFlags
 	var cfg bench.RoomsConfig
-	var metrics string
+	var metrics, profile string
 	cmd := &cobra.Command{
 		Use:   "rooms",
 		Short: "Fill lockstep rooms with bots over WebSocket or UDP and measure",
@@ -50,6 +51,14 @@ docs/benchmarks.md.`,
 					cfg.MetricsURL = r.Admin + "/metrics"
 				}
 			}
+			if profile != "" {
+				pf, err := os.Create(profile)
+				if err != nil {
+					return fmt.Errorf("bench rooms: %w", err)
+				}
+				defer pf.Close()
+				cfg.CPUProfile = pf
+			}
 			res, err := bench.RunRooms(cmd.Context(), cfg)
 			switch {
 			case err == nil:
@@ -73,6 +82,7 @@ docs/benchmarks.md.`,
 	f.Float64Var(&cfg.Loss, "loss", 0, "UDP only: the fraction of datagrams dropped each way, e.g. 0.02")
 	f.DurationVar(&cfg.Jitter, "jitter", 0, "UDP only: a uniform extra delay in [0, jitter) per datagram")
 	f.StringVar(&metrics, "metrics", "", "the server's metrics URL (default: admin address from --ready-file + /metrics)")
+	f.StringVar(&profile, "cpuprofile", "", "write a CPU profile of the load generator over the measured window to `FILE`")
 	return cmd
 }
 

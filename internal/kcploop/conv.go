@@ -18,12 +18,18 @@ type Conv struct {
 	mu     sync.Mutex
 	kcp    *kcp.KCP // guarded by mu
 	closed bool     // guarded by mu and loop.mu (set holding both)
+	// dirty says KCP may have something to send that no timer of its
+	// own will bring out: acknowledgements or a window answer after
+	// Input, a window update after Recv, a message after Send. The next
+	// wheel step flushes it. Guarded by mu.
+	dirty bool
 
 	// guarded by loop.mu: the wheel's list
 	slot       int // -1 when off the wheel
 	prev, next *Conv
 	// guarded by loop.mu and mu (written holding both)
-	due uint32 // kcp time the conversation is due
+	due  uint32 // kcp time the conversation is due
+	idle bool   // off the wheel with nothing to do until Input, Send or Recv
 }
 
 // ID returns the conversation id.
@@ -59,7 +65,22 @@ func (c *Conv) Input(b []byte) error {
 	if c.kcp.Input(b, kcp.IKCP_PACKET_REGULAR, false) < 0 {
 		return ErrMalformed
 	}
+	c.wakeLocked()
 	return nil
+}
+
+// wakeLocked marks c dirty and puts it back on the wheel, one tick
+// ahead, if it was idle. c.mu is held.
+func (c *Conv) wakeLocked() {
+	c.dirty = true
+	l := c.loop
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.idle && !c.closed && !l.closed {
+		c.idle = false
+		c.due = l.now()
+		l.insertLocked(c, 1)
+	}
 }
 
 // Send queues msg (copied) as one message; it leaves on the next flush.
@@ -80,6 +101,33 @@ func (c *Conv) Send(msg []byte) error {
 	if c.kcp.Send(msg) < 0 {
 		return ErrTooLarge
 	}
+	c.wakeLocked()
+	return nil
+}
+
+// SendFlush is Send followed by [Conv.Flush]: msg leaves at once, in
+// this call, as far as KCP's windows allow, rather than on the
+// conversation's next flush (up to Interval later). Use it for a message
+// whose latency matters (a game's input); several messages sent with
+// Send and then one Flush share datagrams instead.
+func (c *Conv) SendFlush(msg []byte) error {
+	if err := c.Send(msg); err != nil {
+		return err
+	}
+	return c.Flush()
+}
+
+// Flush sends at once, through the OutputFunc and before it returns,
+// what KCP holds: pending acknowledgements, queued messages as far as
+// the windows allow and retransmissions that are due. It returns
+// [ErrClosed] on a closed conversation.
+func (c *Conv) Flush() error {
+	if err := c.lock(); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	kcpFlush(c.kcp, kcp.IKCP_FLUSH_FULL)
+	c.dirty = false
 	return nil
 }
 
@@ -98,6 +146,7 @@ func (c *Conv) Recv(buf []byte) (int, error) {
 	case -2:
 		return 0, ErrShortBuffer
 	default:
+		c.wakeLocked() // the receive window may have reopened
 		return n, nil
 	}
 }

@@ -14,17 +14,21 @@
 //
 // # Scheduling
 //
-// A [Loop] keeps every open conversation in a hashed timer wheel of
+// A [Loop] keeps every busy conversation in a hashed timer wheel of
 // [Config.Tick] resolution. When a conversation's slot comes round its
 // KCP Update runs (acks, first transmissions, retransmissions, window
 // probes) and it is put back at the time KCP's Check asks for, which is
-// never more than its [ConvConfig.Interval] away. [Conv.Input] sends at
-// once what KCP flushes on input (new segments when acknowledgements
-// slide the window, fast retransmissions, acknowledgements once a
-// datagram's worth has gathered); other acknowledgements and a message
-// given to [Conv.Send] leave on the conversation's next flush, within
-// Interval (10 ms in no-delay mode, the least kcp-go allows) plus one
-// tick.
+// never more than its [ConvConfig.Interval] away. A conversation with
+// nothing unacknowledged leaves the wheel until [Conv.Input], [Conv.Send]
+// or [Conv.Recv] wakes it: the wheel's cost follows the traffic, not the
+// number of conversations (a game node's sessions are idle between one
+// input and the next). [Conv.Input] sends at once what KCP flushes on
+// input (new segments when acknowledgements slide the window, fast
+// retransmissions, acknowledgements once a datagram's worth has
+// gathered); other acknowledgements and a message given to [Conv.Send]
+// leave on the next wheel step (within one Tick, flushed without waiting
+// for KCP's Interval). [Conv.SendFlush] and [Conv.Flush] send at once,
+// before they return, for a message whose latency matters.
 //
 // # Bounds
 //

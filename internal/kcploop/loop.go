@@ -212,14 +212,30 @@ func (l *Loop) advance(due []*Conv) []*Conv {
 	return due
 }
 
-// update runs KCP's Update for each conversation that is due and puts
-// it back on the wheel; those not yet due (a long Interval) go back
-// unchanged.
+// update runs KCP's Update for each conversation that is due, after a
+// flush when it is dirty, and puts it back on the wheel; those not yet due
+// (a long Interval) go back unchanged. A conversation with nothing
+// unacknowledged and nothing new to send leaves the wheel (idle) until
+// Input, Send or Recv wakes it: KCP has no timer of its own then, and a
+// node's conversations are idle most of the time (its inputs arrive a
+// tick apart and need one acknowledgement each), so the wheel costs in
+// proportion to the traffic rather than to the conversations.
 func (l *Loop) update(due []*Conv) {
 	now := l.now()
 	for _, c := range due {
 		c.mu.Lock()
 		if c.closed {
+			c.mu.Unlock()
+			continue
+		}
+		if c.dirty {
+			kcpFlush(c.kcp, kcp.IKCP_FLUSH_FULL)
+			c.dirty = false
+		}
+		if c.kcp.WaitSnd() == 0 {
+			// Nothing in flight: no retransmission or window probe is
+			// due, and the flush above sent any acknowledgement.
+			l.park(c)
 			c.mu.Unlock()
 			continue
 		}
@@ -231,6 +247,17 @@ func (l *Loop) update(due []*Conv) {
 		l.schedule(c, next)
 		c.mu.Unlock()
 	}
+}
+
+// park takes c off the wheel until it is woken; c.mu is held.
+func (l *Loop) park(c *Conv) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if c.closed || l.closed {
+		return
+	}
+	l.removeLocked(c)
+	c.idle = true
 }
 
 // Close stops [Loop.Run] and closes every conversation's use of the

@@ -110,7 +110,7 @@ func (ss *session) sendPayload(p []byte, unreliable bool) bool {
 		}
 		return true
 	}
-	if err := ss.kcp.Send(p); err != nil {
+	if err := ss.kcp.SendFlush(p); err != nil { // at once: a FRAME_BATCH fills a gap the client waits on
 		if errors.Is(err, kcploop.ErrSendQueueFull) || errors.Is(err, kcploop.ErrTooLarge) {
 			ss.markClosing(0)
 		}
@@ -126,7 +126,7 @@ func (ss *session) Close(final *rooms.Msg) {
 		return
 	}
 	if final != nil && ss.kcp != nil {
-		_ = ss.kcp.Send(final.Payload())
+		_ = ss.kcp.SendFlush(final.Payload())
 	}
 	ss.markClosing(ss.s.cfg.Linger)
 }
@@ -139,7 +139,7 @@ func (ss *session) fail(code uint8) {
 	}
 	em := ss.s.cfg.Node.ErrorMsg(code)
 	if ss.kcp != nil {
-		_ = ss.kcp.Send(em.Payload())
+		_ = ss.kcp.SendFlush(em.Payload())
 	}
 	em.Release()
 	ss.mu.Lock()

@@ -2,6 +2,7 @@ package udp_test
 
 import (
 	"bytes"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -264,6 +265,74 @@ func TestResume(t *testing.T) {
 	// The room replaced the old connection: it was closed (ERROR on KCP)
 	// and its datagrams no longer reach the room.
 	c.await(roomwire.TypeError)
+}
+
+// TestResumeReplyLost: a resume whose reply the client never got (it gave
+// up on that attempt a moment before the reply came, and holds only the
+// old token) does not burn the token: the next attempt with it resumes
+// again, as long as the connection it made has not delivered a message.
+// Once the client speaks on a resumed connection, the old token is
+// refused (ERROR 11). The UDP chaos run's unexplained re-joins were this:
+// a resume seated just as the client fell back to WebSocket.
+func TestResumeReplyLost(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-lost", 1)
+	tk, kid, sk := e.ticket("r-lost", 0)
+	c := e.newClient(kid, sk)
+	var w roomwire.Welcome
+	if err := w.Unmarshal(c.handshake(helloBytes(t, tk))); err != nil {
+		t.Fatal(err)
+	}
+	c.pingPong()
+	resume := func(nonce uint64) []byte {
+		hs, err := roomwire.AppendHandshake(nil, roomwire.KindResume, w.ResumeToken, &roomwire.Resume{ClientNonce: nonce})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hs
+	}
+
+	// The lost attempt: the node seats it and replies; the client never
+	// opens the reply, so it sends nothing on that session.
+	lost := e.newClient(kid, sk)
+	lost.write(lost.handshakeDatagram(resume(2)))
+	if lost.readReply(5*time.Second) == nil {
+		t.Fatal("no reply to the first resume")
+	}
+	// The next attempt, with the same (old) token.
+	c2 := e.newClient(kid, sk)
+	var w2 roomwire.Welcome
+	msg := c2.handshake(resume(3))
+	if err := w2.Unmarshal(msg); err != nil {
+		t.Fatalf("second resume with the token of a reply that was lost: %v (want WELCOME)", errorOf(msg, err))
+	}
+	c2.pingPong() // the client has spoken: it holds w2's token
+
+	c3 := e.newClient(kid, sk)
+	msg = c3.handshake(resume(4))
+	var em roomwire.Error
+	if err := em.Unmarshal(msg); err != nil || em.Code != roomwire.CodeResumeRejected {
+		t.Fatalf("resume with a token whose successor was delivered: %v, want ERROR %d", errorOf(msg, err), roomwire.CodeResumeRejected)
+	}
+	// The successor's token works.
+	c4 := e.newClient(kid, sk)
+	hs, err := roomwire.AppendHandshake(nil, roomwire.KindResume, w2.ResumeToken, &roomwire.Resume{ClientNonce: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w4 roomwire.Welcome
+	if err := w4.Unmarshal(c4.handshake(hs)); err != nil {
+		t.Fatalf("resume with the delivered token: %v", err)
+	}
+}
+
+// errorOf describes a handshake reply that was not what a test wanted.
+func errorOf(msg []byte, err error) string {
+	var em roomwire.Error
+	if em.Unmarshal(msg) == nil {
+		return fmt.Sprintf("ERROR %d %s", em.Code, roomwire.CodeName(em.Code))
+	}
+	return err.Error()
 }
 
 // TestIdleSessionGoesOffline: a session that stops sending is ended after
