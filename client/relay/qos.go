@@ -137,7 +137,7 @@ func (c *Client) MeasureRegions(ctx context.Context) ([]RegionRTT, error) {
 			continue
 		}
 		i := int(binary.LittleEndian.Uint16(buf[3:]))
-		if i >= len(targets) || targets[i].addr.Port() != from.Port() {
+		if i >= len(targets) || targets[i].addr.Port() != from.Port() || targets[i].addr.Addr().Unmap() != from.Addr().Unmap() {
 			continue
 		}
 		rtt := time.Since(start) - time.Duration(binary.LittleEndian.Uint64(buf[5:]))
@@ -169,14 +169,20 @@ func (c *Client) MeasureRegions(ctx context.Context) ([]RegionRTT, error) {
 	for _, name := range order {
 		out = append(out, *byRegion[name])
 	}
+	rankRegions(out)
+	return out, nil
+}
+
+// rankRegions sorts regions by RTT, fastest first, unreachable ones last
+// in their original order.
+func rankRegions(out []RegionRTT) {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Reachable() != b.Reachable() {
 			return a.Reachable()
 		}
-		return a.RTT < b.RTT
+		return a.Reachable() && a.RTT < b.RTT
 	})
-	return out, nil
 }
 
 func allAnswered(best []time.Duration) bool {
