@@ -12,6 +12,13 @@
 // that names the allocation, and the allocation's key is derived from the
 // id, so the data plane never waits on control or NATS.
 //
+// Beyond Unity's protocol it serves Switchboard's host peer events: a host
+// that sends PEERS_SUBSCRIBE (0x80) from its bound address is told, with
+// PEER_EVENT (0x81), of every peer that connects or leaves
+// (docs/protocol/relay.md §17). A Unity client never sends 0x80 and so
+// never sees 0x81. An allocation's own idle timeout (from its blob) also
+// holds open the WebSocket connection it is bound over.
+//
 // # Goroutines and ownership
 //
 // New starts nothing. ServePacket(pc) reads pc in the calling goroutine, a
@@ -32,5 +39,6 @@
 // Allocations live in lock-free maps; each allocation has its own mutex,
 // taken only by messages from or to it (a host's before a joiner's), so
 // unrelated allocations share no lock. Forwarding a RELAY allocates
-// nothing.
+// nothing. A host's PEER_EVENTs are sent under its mutex, so that they
+// leave in the order of the changes they report.
 package relay

@@ -130,7 +130,7 @@ func TestRelayIdleTimeoutOverride(t *testing.T) {
 // on: the new host is told of the peer (host peer events) and they relay.
 // A host that did not opt in takes its code with it.
 func TestRelayHostMigration(t *testing.T) {
-	_, base, udp := beyondSystem(t)
+	sys, base, udp := beyondSystem(t)
 	host := allocateREST(t, base, "/relay/v1/allocate", `{"maxConnections":4,"hostMigration":true}`)
 	var code api.RelayResponse[api.RelayJoinCodeData]
 	if st, p := relayRaw(t, base, "POST", "/relay/v1/joincode", `{"allocationId":"`+host.AllocationID+`"}`, &code); st != 200 {
@@ -211,6 +211,15 @@ func TestRelayHostMigration(t *testing.T) {
 		r, ok := m.(*relaywire.Relay)
 		return !ok || string(r.Data) != "still in the session"
 	})
+	// The new host's counters, through the server API.
+	var ns api.RelayAllocationResponse
+	if s := serverCall(t, sys, "GET", "/server/v1/relay/allocations/"+na.AllocationID, &ns); s != 200 {
+		t.Fatalf("new host's status: %d", s)
+	}
+	if a := ns.Allocation; !a.Live || !a.Host || a.Peers != 1 || a.PacketsOut != 1 || a.BytesOut != uint64(len("still in the session")) ||
+		a.PacketsIn != 0 || a.BoundAt == nil || a.AgeSeconds < 0 || a.Carrier != "udp" {
+		t.Errorf("new host's status %+v", a)
+	}
 	if s, _ := relayRaw(t, base, "GET", "/relay/v1/joincode/"+jc, "", &st); s != 200 ||
 		st.Data.JoinCode.Status != api.RelayJoinCodeActive || st.Data.JoinCode.HostAllocationID != na.AllocationID {
 		t.Fatalf("status after the migration: %d %+v", s, st.Data.JoinCode)

@@ -6,6 +6,15 @@
 // mounts [Server.Handler] at /relay/ and /qos/ and [Server.Routes] beside
 // its own routes.
 //
+// Beyond Unity's routes and fields it serves a join code's status (GET
+// /relay/v1/joincode/{code}) and revocation (DELETE), a per-allocation
+// idle timeout (idleTimeoutSeconds) and host migration: a host that opted
+// in (hostMigration) leaves its code held after its death, and a peer that
+// joined with it claims it for its own new allocation (POST
+// /relay/v1/joincode with joinCode and previousAllocationId; joincodes.go,
+// store/relaymigrate.go). Unity's SDK never sends these fields, so Unity
+// games see Unity's API.
+//
 // The Unity-facing routes speak Unity's JSON, not ours: camelCase fields,
 // the {meta, data, links} envelope, and problem-JSON errors with 15xxx
 // codes (api.RelayProblem). Request bodies ignore unknown fields (Unity
