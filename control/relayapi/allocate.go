@@ -56,12 +56,12 @@ func (s *Server) allocate(ctx context.Context, c *call) (int, any, error) {
 // newAllocation seals and stores a new allocation on node n; host is the
 // host's allocation for a joiner.
 func (s *Server) newAllocation(ctx context.Context, c *call, n *store.Node, host *store.RelayAllocation, maxConns int) (*store.RelayAllocation, []byte, error) {
-	var id [16]byte
-	if _, err := io.ReadFull(s.cfg.Rand, id[:]); err != nil {
-		return nil, nil, fmt.Errorf("relayapi: allocation id: %w", err)
+	// The id names the secret its key derives from: a DTLS client names
+	// its allocation by id alone (docs/protocol/relay.md §14).
+	id, err := s.keys.NewAllocationID(s.cfg.Rand)
+	if err != nil {
+		return nil, nil, fmt.Errorf("relayapi: %w", err)
 	}
-	id[6] = id[6]&0x0f | 0x40 // version 4
-	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
 	now := c.now.UTC().Truncate(1e9)
 	conn := tokens.RelayConnection{
 		AllocationID:   id,

@@ -176,6 +176,9 @@ func TestAllocateJoinCodeJoin(t *testing.T) {
 	if k, _ := e.keys.AllocationKey(conn.KeyID, id); !bytes.Equal(k[:], a.Key) {
 		t.Error("key is not the allocation key the relay node derives")
 	}
+	if k, _ := e.keys.AllocationKeyOfID(id); !bytes.Equal(k[:], a.Key) {
+		t.Error("key is not the DTLS pre-shared key the relay node derives from the id alone")
+	}
 	wantEps := []api.RelayServerEndpoint{
 		{ConnectionType: "udp", Network: "udp", Host: "127.0.0.1", Port: 37000},
 		{ConnectionType: "udp", Network: "udp", Host: "::1", Port: 37000},
