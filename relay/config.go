@@ -64,6 +64,25 @@ const (
 	// DefaultMaxWSConns bounds the WebSocket connections of one node,
 	// handshaking ones included; more are closed at once.
 	DefaultMaxWSConns = 20_000
+	// DefaultDTLSHandshakeTimeout bounds a DTLS handshake, from the first
+	// ClientHello.
+	DefaultDTLSHandshakeTimeout = 10 * time.Second
+	// DefaultDTLSIdleTimeout closes a DTLS connection that sent nothing
+	// for this long (as DefaultWSIdleTimeout).
+	DefaultDTLSIdleTimeout = 60 * time.Second
+	// DefaultMaxDTLSConns bounds the DTLS connections of one node,
+	// handshaking ones included; a ClientHello beyond it is dropped.
+	DefaultMaxDTLSConns = 20_000
+	// DefaultMaxDTLSHandshakes bounds the DTLS handshakes under way on one
+	// node; a ClientHello beyond it is dropped.
+	DefaultMaxDTLSHandshakes = 1024
+	// DefaultMaxDTLSHandshakesPerIP bounds the DTLS handshakes under way
+	// from one IP address.
+	DefaultMaxDTLSHandshakesPerIP = 8
+	// DefaultDTLSQueue is the datagrams queued for one DTLS connection
+	// between the socket's reader and the connection's goroutine; more
+	// are dropped.
+	DefaultDTLSQueue = 64
 	// DefaultBatch is the most datagrams read or written in one system
 	// call.
 	DefaultBatch = 32
@@ -145,6 +164,18 @@ type Config struct {
 	WSSendQueue int
 	// MaxWSConns, zero: DefaultMaxWSConns.
 	MaxWSConns int
+	// DTLSHandshakeTimeout, zero: DefaultDTLSHandshakeTimeout.
+	DTLSHandshakeTimeout time.Duration
+	// DTLSIdleTimeout, zero: DefaultDTLSIdleTimeout.
+	DTLSIdleTimeout time.Duration
+	// MaxDTLSConns, zero: DefaultMaxDTLSConns.
+	MaxDTLSConns int
+	// MaxDTLSHandshakes, zero: DefaultMaxDTLSHandshakes.
+	MaxDTLSHandshakes int
+	// MaxDTLSHandshakesPerIP, zero: DefaultMaxDTLSHandshakesPerIP.
+	MaxDTLSHandshakesPerIP int
+	// DTLSQueue in datagrams, zero: DefaultDTLSQueue.
+	DTLSQueue int
 	// Batch in datagrams, zero: DefaultBatch.
 	Batch int
 	// ReadBuffer and WriteBuffer in bytes, zero: DefaultReadBuffer and
@@ -188,6 +219,12 @@ func (c *Config) fill() {
 	orDefault(&c.WSWriteTimeout, DefaultWSWriteTimeout)
 	orDefault(&c.WSSendQueue, DefaultWSSendQueue)
 	orDefault(&c.MaxWSConns, DefaultMaxWSConns)
+	orDefault(&c.DTLSHandshakeTimeout, DefaultDTLSHandshakeTimeout)
+	orDefault(&c.DTLSIdleTimeout, DefaultDTLSIdleTimeout)
+	orDefault(&c.MaxDTLSConns, DefaultMaxDTLSConns)
+	orDefault(&c.MaxDTLSHandshakes, DefaultMaxDTLSHandshakes)
+	orDefault(&c.MaxDTLSHandshakesPerIP, DefaultMaxDTLSHandshakesPerIP)
+	orDefault(&c.DTLSQueue, DefaultDTLSQueue)
 	orDefault(&c.Batch, DefaultBatch)
 	orDefault(&c.ReadBuffer, DefaultReadBuffer)
 	orDefault(&c.WriteBuffer, DefaultWriteBuffer)
