@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchboardgg/switchboard/relay"
+	"github.com/switchboardgg/switchboard/tokens"
 )
 
 // serveDTLS serves the fixture's relay over DTLS on a new socket and
@@ -401,4 +402,24 @@ func (f *fixture) gauge(name string) float64 {
 	}
 	f.t.Fatalf("no gauge %s", name)
 	return 0
+}
+
+// TestDTLSConfigDefaults: the documented defaults, and negative limits
+// refused.
+func TestDTLSConfigDefaults(t *testing.T) {
+	c := relay.FilledConfigForTest(relay.Config{})
+	if c.DTLSHandshakeTimeout != 10*time.Second || c.DTLSIdleTimeout != 60*time.Second || c.MaxDTLSConns != 20_000 ||
+		c.MaxDTLSHandshakes != 1024 || c.MaxDTLSHandshakesPerIP != 8 || c.DTLSQueue != 64 {
+		t.Fatalf("DTLS defaults %+v", c)
+	}
+	keys, _ := tokens.NewRelayKeyring(tokens.RelayKey{ID: 1, Secret: make([]byte, 32)})
+	for _, bad := range []relay.Config{
+		{Keys: keys, NodeID: "n", BootEpoch: 1, DTLSHandshakeTimeout: -1},
+		{Keys: keys, NodeID: "n", BootEpoch: 1, MaxDTLSHandshakesPerIP: -1},
+		{Keys: keys, NodeID: "n", BootEpoch: 1, DTLSQueue: -1},
+	} {
+		if _, err := relay.New(bad); !errors.Is(err, relay.ErrConfig) {
+			t.Errorf("%+v: got %v, want ErrConfig", bad, err)
+		}
+	}
 }
