@@ -95,7 +95,7 @@ type RelayJoinRequest struct {
 }
 
 // RelayServerEndpoint is one way to reach the relay node of an
-// allocation. ConnectionType is "udp", "ws" or "wss".
+// allocation. ConnectionType is "udp", "dtls", "ws" or "wss".
 type RelayServerEndpoint struct {
 	ConnectionType string `json:"connectionType"`
 	Network        string `json:"network"` // "udp" or "tcp"

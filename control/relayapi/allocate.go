@@ -25,6 +25,7 @@ const (
 	AddrUDP  = "udp"  // public IPv4 UDP address, host:port
 	AddrUDP6 = "udp6" // public IPv6 UDP address, [host]:port
 	AddrWS   = "ws"   // WebSocket URL, ws:// or wss://host:port/
+	AddrDTLS = "dtls" // DTLS address (UDP), host:port
 )
 
 // allocate: POST /relay/v1/allocate.
@@ -158,8 +159,8 @@ func (s *Server) answer(a *store.RelayAllocation, blob []byte, n *store.Node, ho
 }
 
 // endpoints lists the ways to reach node n: UDP over IPv4 first (UTP
-// takes the first endpoint of the type it wants), then IPv6, then the
-// WebSocket; and the deprecated IPv4 relayServer.
+// takes the first endpoint of the type it wants), then IPv6, then DTLS,
+// then the WebSocket; and the deprecated IPv4 relayServer.
 func endpoints(n *store.Node) ([]api.RelayServerEndpoint, *api.RelayServer) {
 	eps := []api.RelayServerEndpoint{}
 	var legacy *api.RelayServer
@@ -173,6 +174,10 @@ func endpoints(n *store.Node) ([]api.RelayServerEndpoint, *api.RelayServer) {
 		if ap.Addr().Unmap().Is4() && legacy == nil {
 			legacy = &api.RelayServer{IPV4: ap.Addr().Unmap().String(), Port: int(ap.Port())}
 		}
+	}
+	if ap, err := netip.ParseAddrPort(n.Addresses[AddrDTLS]); err == nil {
+		eps = append(eps, api.RelayServerEndpoint{ConnectionType: "dtls", Network: "udp", Secure: true,
+			Host: ap.Addr().Unmap().String(), Port: int(ap.Port())})
 	}
 	if u, err := url.Parse(n.Addresses[AddrWS]); err == nil && (u.Scheme == "ws" || u.Scheme == "wss") {
 		if port, err := strconv.Atoi(u.Port()); err == nil {
@@ -191,7 +196,8 @@ func healthy(n *store.Node) bool {
 	_, udp := n.Addresses[AddrUDP]
 	_, udp6 := n.Addresses[AddrUDP6]
 	_, ws := n.Addresses[AddrWS]
-	return udp || udp6 || ws
+	_, dtls := n.Addresses[AddrDTLS]
+	return udp || udp6 || ws || dtls
 }
 
 // pickNode chooses the least-loaded healthy relay node of region; without
