@@ -48,6 +48,11 @@ type allocation struct {
 	ep       atomic.Pointer[endpoint]
 	lastSeen atomic.Int64 // Unix nanoseconds of the last message to or from it
 	npeers   atomic.Int32
+	// subscribed: the host sent PEERS_SUBSCRIBE; it gets PEER_EVENTs.
+	// Set under mu, so that no event of a change made under mu is lost
+	// between the list the ack sends and the first event.
+	subscribed atomic.Bool
+	subRate    *rate.Limiter // PEERS_SUBSCRIBE per second; its own lock; nil for a joiner
 
 	packetsIn, bytesIn, packetsOut, bytesOut atomic.Uint64
 

@@ -91,6 +91,13 @@ const (
 	// net.core.rmem_max / wmem_max; see docs/configuration.md).
 	DefaultReadBuffer  = 8 << 20
 	DefaultWriteBuffer = 8 << 20
+	// DefaultSubscribeRate is the PEERS_SUBSCRIBE messages per second one
+	// host allocation may send on average; more are dropped ("subscribe").
+	// Each is answered with up to 1 + MaxPeers PEER_EVENTs.
+	DefaultSubscribeRate = 1
+	// DefaultSubscribeBurst is the PEERS_SUBSCRIBE messages one host may
+	// send at once (a client retries an unanswered one).
+	DefaultSubscribeBurst = 4
 )
 
 // Release is what a [Server] reports when an allocation is released.
@@ -181,6 +188,11 @@ type Config struct {
 	// ReadBuffer and WriteBuffer in bytes, zero: DefaultReadBuffer and
 	// DefaultWriteBuffer; negative: leave the socket's as they are.
 	ReadBuffer, WriteBuffer int
+	// SubscribeRate in PEERS_SUBSCRIBE messages per second per host,
+	// zero: DefaultSubscribeRate.
+	SubscribeRate int
+	// SubscribeBurst in messages, zero: DefaultSubscribeBurst.
+	SubscribeBurst int
 
 	// OnRelease, if not nil, is called once for every released allocation,
 	// synchronously from the goroutine that released it and outside every
@@ -228,6 +240,8 @@ func (c *Config) fill() {
 	orDefault(&c.Batch, DefaultBatch)
 	orDefault(&c.ReadBuffer, DefaultReadBuffer)
 	orDefault(&c.WriteBuffer, DefaultWriteBuffer)
+	orDefault(&c.SubscribeRate, DefaultSubscribeRate)
+	orDefault(&c.SubscribeBurst, DefaultSubscribeBurst)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -21,7 +21,7 @@ import (
 // DTLSCipherSuites are the cipher suites the DTLS carrier offers, in the
 // server's order of preference: every pre-shared-key suite pion/dtls
 // implements. Unity does not publish which suites UnityTLS offers
-// (docs/protocol/relay.md §16).
+// (docs/protocol/relay.md §17).
 var DTLSCipherSuites = []dtls.CipherSuiteID{
 	dtls.TLS_PSK_WITH_AES_128_GCM_SHA256,
 	dtls.TLS_PSK_WITH_CHACHA20_POLY1305_SHA256,
@@ -44,7 +44,7 @@ const (
 )
 
 // ServeDTLS serves relay messages over DTLS 1.2 on pc (docs/protocol/relay.md
-// §16): one relay message per DTLS record, the allocation's key as the
+// §17): one relay message per DTLS record, the allocation's key as the
 // pre-shared key, the allocation id as the PSK identity (its 16 bytes, as
 // Unity Transport sends it, or its canonical UUID text, as Unity's docs
 // say). The key is derived from the identity alone

@@ -24,6 +24,7 @@ type worker struct {
 	connect relaywire.ConnectRequest
 	disc    relaywire.Disconnect
 	close   relaywire.Close
+	sub     relaywire.PeersSubscribe
 	out     [64]byte
 
 	// A UDP reader's outbox: what it sends through its own socket while
@@ -128,6 +129,8 @@ func (w *worker) handle(ep endpoint, b []byte) {
 		w.onDisconnect(ep, b, now)
 	case relaywire.TypeClose:
 		w.onClose(ep, b)
+	case relaywire.TypePeersSubscribe:
+		w.onSubscribe(ep, b, now)
 	default: // types only a relay sends
 		w.drop(dropUnknownType)
 	}
@@ -285,6 +288,9 @@ func (w *worker) onBind(ep endpoint, b []byte, now time.Time) {
 			bw:       rate.NewLimiter(rate.Limit(s.cfg.AllocationRate), s.cfg.AllocationBurst),
 			peers:    make(map[relaywire.AllocationID]*allocation),
 		}
+		if n.isHost {
+			n.subRate = rate.NewLimiter(rate.Limit(s.cfg.SubscribeRate), s.cfg.SubscribeBurst)
+		}
 		if c.MaxConnections > 0 {
 			n.maxPeers = min(n.maxPeers, int(c.MaxConnections))
 		}
@@ -412,6 +418,11 @@ func (w *worker) onConnect(ep endpoint, b []byte, now time.Time) {
 		}
 		host.peers[req.id] = req
 		host.npeers.Add(1)
+		if host.subscribed.Load() {
+			// Under the host's lock: a PEERS_SUBSCRIBE answering now
+			// lists req or is followed by this event, never neither.
+			w.s.peerEvent(host, relaywire.PeerConnected, req.id)
+		}
 	}
 	host.mu.Unlock()
 	host.touch(now)
@@ -444,6 +455,9 @@ func (w *worker) onDisconnect(ep endpoint, b []byte, now time.Time) {
 	if _, ok := host.peers[joiner.id]; ok {
 		delete(host.peers, joiner.id)
 		host.npeers.Add(-1)
+		if a == joiner && host.subscribed.Load() {
+			w.s.peerEvent(host, relaywire.PeerDisconnected, joiner.id)
+		}
 	}
 	if _, ok := joiner.peers[host.id]; ok {
 		delete(joiner.peers, host.id)
@@ -486,4 +500,46 @@ func (w *worker) onClose(ep endpoint, b []byte) {
 		a = v.(*allocation)
 	}
 	w.s.release(a, ReleaseClosed)
+}
+
+// onSubscribe serves PEERS_SUBSCRIBE (docs/protocol/relay.md, host peer
+// events): from a host's bound address, within the host's subscribe rate,
+// it answers PEER_EVENT subscribed and one PEER_EVENT connected per
+// connected peer, and marks the host subscribed. Every other is dropped
+// without an answer, even an ERROR: at 21 bytes it would be larger than
+// the 20-byte request, and the answer to a host grows with its peers, so
+// only a bound host gets one, at a bounded rate.
+func (w *worker) onSubscribe(ep endpoint, b []byte, now time.Time) {
+	if err := w.sub.Unmarshal(b); err != nil {
+		w.drop(dropMalformed)
+		return
+	}
+	if !w.src.allow(ep.ap, now.UnixNano()) {
+		w.drop(dropSourceRate)
+		return
+	}
+	a := w.s.lookup(w.sub.AllocationID)
+	if a == nil {
+		w.drop(dropUnknownAlloc)
+		return
+	}
+	if !a.bound(ep) {
+		w.drop(dropAddrMismatch)
+		return
+	}
+	if !a.isHost || !a.subRate.AllowN(now, 1) {
+		w.drop(dropSubscribe)
+		return
+	}
+	a.touch(now)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.released {
+		return
+	}
+	a.subscribed.Store(true)
+	w.s.peerEvent(a, relaywire.PeerSubscribed, a.id)
+	for id := range a.peers {
+		w.s.peerEvent(a, relaywire.PeerConnected, id)
+	}
 }

@@ -33,6 +33,7 @@ const (
 	dropDTLSHandshakes                   // a ClientHello over MaxDTLSConns, MaxDTLSHandshakes or MaxDTLSHandshakesPerIP
 	dropDTLSQueue                        // a datagram for a DTLS connection whose queue was full
 	dropDTLSIdentity                     // a BIND over DTLS for another allocation than the PSK identity's
+	dropSubscribe                        // PEERS_SUBSCRIBE from a joiner, or over the allocation's subscribe rate
 	numDropReasons
 )
 
@@ -41,7 +42,7 @@ var dropNames = [numDropReasons]string{
 	"wrong_node", "expired", "released", "unknown_allocation", "address_mismatch",
 	"not_connected", "unauthorized", "rejected", "bandwidth", "source_rate",
 	"capacity", "send_failed", "no_route", "dtls_not_hello", "dtls_handshakes", "dtls_queue",
-	"dtls_identity",
+	"dtls_identity", "subscribe",
 }
 
 // dtlsHandshakeResult is the result label of

@@ -651,6 +651,7 @@ func TestNoAmplification(t *testing.T) {
 	for _, m := range [][]byte{
 		mPing(h.id), mRelay(j.id, h.id, nil), mFromTo(tDisconnect, j.id, h.id), append(hdr(tClose), h.id[:]...),
 		hdr(tClose), mConnect(j.id, h.blob), mBind(0, h.blob, h.key), mBind(0, h.blob, make([]byte, 64)),
+		mSubscribe(h.id), mSubscribe(j.id),
 	} {
 		stranger.send(m)
 		for {

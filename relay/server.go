@@ -66,7 +66,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.DTLSHandshakeTimeout < 0 || cfg.DTLSIdleTimeout < 0:
 		return nil, fmt.Errorf("relay: negative timeout: %w", ErrConfig)
 	case cfg.MaxAllocations < 0 || cfg.MaxReleased < 0 || cfg.MaxPeers < 0 || cfg.AllocationRate < 0 ||
-		cfg.SourceRate < 0 || cfg.SourceBurst < 0 || cfg.WSSendQueue < 0 || cfg.MaxWSConns < 0 || cfg.Batch < 0 ||
+		cfg.SourceRate < 0 || cfg.SourceBurst < 0 || cfg.SubscribeRate < 0 || cfg.SubscribeBurst < 0 || cfg.WSSendQueue < 0 || cfg.MaxWSConns < 0 || cfg.Batch < 0 ||
 		cfg.MaxDTLSConns < 0 || cfg.MaxDTLSHandshakes < 0 || cfg.MaxDTLSHandshakesPerIP < 0 || cfg.DTLSQueue < 0:
 		return nil, fmt.Errorf("relay: negative limit: %w", ErrConfig)
 	case cfg.AllocationBurst < cfg.MaxDatagram:
@@ -403,8 +403,24 @@ func (s *Server) unlink(p *allocation, id relaywire.AllocationID) bool {
 	if _, ok := p.peers[id]; ok {
 		delete(p.peers, id)
 		p.npeers.Add(-1)
+		if p.isHost && p.subscribed.Load() && !p.released {
+			s.peerEvent(p, relaywire.PeerDisconnected, id)
+		}
 	}
 	return !p.released
+}
+
+// peerEvent sends host a PEER_EVENT. The caller holds host.mu, so that
+// the events of one host leave in the order of the changes.
+func (s *Server) peerEvent(host *allocation, ev relaywire.PeerEventKind, peer relaywire.AllocationID) {
+	ep := host.ep.Load()
+	if ep == nil {
+		return
+	}
+	var out [relaywire.PeerEventSize]byte
+	m := relaywire.PeerEvent{Event: ev, Peer: peer}
+	b, _ := m.AppendTo(out[:0])
+	s.send(*ep, b)
 }
 
 // send sends b to ep and counts it.

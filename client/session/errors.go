@@ -17,7 +17,10 @@ type Match struct {
 	Code   string // api.Code…
 	Reason string // api.Reason…
 	Status int    // HTTP status of an answer without a code
-	Text   string // the error text
+	// ProblemCode matches the numeric "code" of a problem-JSON answer
+	// (the relay API's 15xxx codes, api.RelayCode…) when set.
+	ProblemCode int
+	Text        string // the error text
 }
 
 func (m *Match) Error() string { return m.Text }
@@ -51,6 +54,10 @@ type APIError struct {
 	Code         string // error.code, e.g. "conflict"; "" for an answer without the error JSON
 	Message      string // error.message, for people
 	Reason       string // error.details.reason, e.g. "room_full"; may be empty
+	// ProblemCode is the numeric "code" of a problem-JSON answer (RFC
+	// 7807, what the relay API sends: api.RelayCode…), 0 otherwise; its
+	// "detail" is then in Message.
+	ProblemCode int
 }
 
 func (e *APIError) Error() string {
@@ -61,6 +68,9 @@ func (e *APIError) Error() string {
 	if e.Code != "" {
 		s += " " + e.Code
 	}
+	if e.ProblemCode != 0 {
+		s += fmt.Sprintf(" code %d", e.ProblemCode)
+	}
 	if e.Reason != "" {
 		s += " (" + e.Reason + ")"
 	}
@@ -70,8 +80,8 @@ func (e *APIError) Error() string {
 	return s
 }
 
-// Is reports whether target is a [*Match] that e matches: by code or
-// reason, or by status when e has no code.
+// Is reports whether target is a [*Match] that e matches: by code, reason
+// or problem code, or by status when e has no code.
 func (e *APIError) Is(target error) bool {
 	m, ok := target.(*Match)
 	if !ok {
@@ -79,6 +89,7 @@ func (e *APIError) Is(target error) bool {
 	}
 	return (m.Code != "" && e.Code == m.Code) ||
 		(m.Reason != "" && e.Reason == m.Reason) ||
+		(m.ProblemCode != 0 && e.ProblemCode == m.ProblemCode) ||
 		(m.Status != 0 && e.Code == "" && e.Status == m.Status)
 }
 
@@ -88,17 +99,24 @@ func (e *APIError) Temporary() bool {
 	return e.Status >= 500 || e.Status == http.StatusTooManyRequests
 }
 
-// ParseAPIError turns an HTTP error answer into an [*APIError]. An answer
-// that is not the error JSON (a proxy's page) keeps the status with its
-// status text.
+// ParseAPIError turns an HTTP error answer into an [*APIError]: the
+// error envelope, or the relay API's problem JSON (ProblemCode and
+// Message from its code and detail). An answer that is neither (a
+// proxy's page) keeps the status with its status text.
 func ParseAPIError(status int, data []byte) *APIError {
 	var body api.ErrorBody
+	var problem api.RelayProblem
 	e := &APIError{Status: status}
 	if json.Unmarshal(data, &body) == nil && body.Error.Code != "" {
 		e.Code = body.Error.Code
 		e.Message = body.Error.Message
 		if body.Error.Details != nil {
 			e.Reason = body.Error.Details.Reason
+		}
+	} else if json.Unmarshal(data, &problem) == nil && problem.Code != 0 {
+		e.ProblemCode, e.Message = problem.Code, problem.Detail
+		if e.Message == "" {
+			e.Message = problem.Title
 		}
 	} else {
 		e.Message = http.StatusText(status)

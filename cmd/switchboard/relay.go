@@ -10,7 +10,7 @@ import (
 func newRelayCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "relay",
-		Short: "Manage the relay: per-project API keys, relay nodes",
+		Short: "Host and join through the relay (join codes); manage its API keys and nodes",
 	}
 	var nf apiFlags
 	nodes := &cobra.Command{
@@ -130,6 +130,7 @@ func newRelayCmd() *cobra.Command {
 	rf.register(revoke)
 	keys.AddCommand(create, list, revoke)
 	cmd.AddCommand(keys, nodes)
+	cmd.AddCommand(newRelayHostCmd(), newRelayJoinCmd(), newRelayRegionsCmd()) // relaychat.go
 	return cmd
 }
 

@@ -155,6 +155,10 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 			return err
 		}},
 		{"echo PING", func() (err error) { buf, err = pm.AppendTo(buf[:0]); return err }},
+		{"encode PEER_EVENT", func() (err error) {
+			buf, err = (&relaywire.PeerEvent{Event: relaywire.PeerConnected, Peer: benchPeer}).AppendTo(buf[:0])
+			return err
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,7 +6,7 @@ import "encoding/binary"
 // without decoding the body. It fails with a [*FieldError] (Type TypeNone)
 // for a header that is short, does not start DA 72 or has a version other
 // than 0, and with [ErrUnknownType] (returning the type byte) for a type
-// that is not one of the ten. It allocates nothing.
+// that is not one of the twelve. It allocates nothing.
 func Peek(data []byte) (Type, error) {
 	if err := checkHeader(data, TypeNone); err != nil {
 		return TypeNone, err
@@ -312,5 +312,46 @@ func (m *Error) Unmarshal(data []byte) error {
 		return err
 	}
 	m.AllocationID, m.Code = id(data, 4), ErrorCode(data[20])
+	return nil
+}
+
+// AppendTo implements [Message]. It never fails.
+func (m *PeersSubscribe) AppendTo(b []byte) ([]byte, error) {
+	b = appendHeader(b, TypePeersSubscribe)
+	return append(b, m.AllocationID[:]...), nil
+}
+
+// Unmarshal implements [Message].
+func (m *PeersSubscribe) Unmarshal(data []byte) error {
+	*m = PeersSubscribe{}
+	if err := checkSize(data, TypePeersSubscribe, PeersSubscribeSize, true); err != nil {
+		return err
+	}
+	m.AllocationID = id(data, 4)
+	return nil
+}
+
+// AppendTo implements [Message]. It fails when Event is not one of the
+// three events.
+func (m *PeerEvent) AppendTo(b []byte) ([]byte, error) {
+	if !m.Event.Known() {
+		return b, errPeerEventKind
+	}
+	b = appendHeader(b, TypePeerEvent)
+	b = append(b, byte(m.Event))
+	return append(b, m.Peer[:]...), nil
+}
+
+// Unmarshal implements [Message]. Besides the size, it checks that the
+// event is one of the three.
+func (m *PeerEvent) Unmarshal(data []byte) error {
+	*m = PeerEvent{}
+	if err := checkSize(data, TypePeerEvent, PeerEventSize, true); err != nil {
+		return err
+	}
+	if !PeerEventKind(data[4]).Known() {
+		return errPeerEventKind
+	}
+	m.Event, m.Peer = PeerEventKind(data[4]), id(data, 5)
 	return nil
 }

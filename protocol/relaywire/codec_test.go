@@ -39,6 +39,8 @@ func TestSizes(t *testing.T) {
 		{&relaywire.Close{}, relaywire.CloseSize, 4},
 		{&relaywire.Close{HasAllocationID: true}, relaywire.CloseWithIDSize, 20},
 		{&relaywire.Error{}, relaywire.ErrorSize, 21},
+		{&relaywire.PeersSubscribe{}, relaywire.PeersSubscribeSize, 20},
+		{&relaywire.PeerEvent{}, relaywire.PeerEventSize, 21},
 	}
 	for _, tc := range tests {
 		b, err := tc.m.AppendTo(nil)
@@ -69,6 +71,7 @@ func TestEncodersRefuseWhatDecodersReject(t *testing.T) {
 		{"BIND accept mode 1", &relaywire.Bind{AcceptMode: 1}, "accept_mode", relaywire.ProblemBadAcceptMode},
 		{"BIND data after its length", &relaywire.Bind{ConnectionDataLength: 69, ConnectionData: padded}, "connection_data", relaywire.ProblemBadPadding},
 		{"CONNECT_REQUEST data after its length", &relaywire.ConnectRequest{ToConnectionDataLength: 69, ToConnectionData: padded}, "to_connection_data", relaywire.ProblemBadPadding},
+		{"PEER_EVENT event 3", &relaywire.PeerEvent{Event: 3}, "event", relaywire.ProblemBadEvent},
 		{"RELAY over 65535 bytes", &relaywire.Relay{Data: make([]byte, relaywire.MaxRelayPayload+1)}, "data", relaywire.ProblemOverCap},
 	}
 	for _, tc := range tests {
@@ -174,7 +177,8 @@ func TestErrorCodes(t *testing.T) {
 
 func TestTypes(t *testing.T) {
 	want := map[relaywire.Type]string{0: "BIND", 1: "BIND_RECEIVED", 2: "PING", 3: "CONNECT_REQUEST",
-		6: "ACCEPTED", 8: "REJECTED", 9: "DISCONNECT", 10: "RELAY", 11: "CLOSE", 12: "ERROR"}
+		6: "ACCEPTED", 8: "REJECTED", 9: "DISCONNECT", 10: "RELAY", 11: "CLOSE", 12: "ERROR",
+		0x80: "PEERS_SUBSCRIBE", 0x81: "PEER_EVENT"}
 	for i := range 256 {
 		typ := relaywire.Type(i)
 		name, ok := want[typ]
@@ -203,5 +207,23 @@ func TestFieldErrorMessages(t *testing.T) {
 	err2 := new(relaywire.Relay).Unmarshal([]byte{0xDA, 0x72, 0x00, 0x0A, 2, 3})
 	if err != err2 {
 		t.Errorf("two identical failures gave distinct errors %p and %p", err, err2)
+	}
+}
+
+func TestPeerEventKinds(t *testing.T) {
+	tests := []struct {
+		kind relaywire.PeerEventKind
+		name string
+	}{
+		{relaywire.PeerSubscribed, "subscribed"}, {relaywire.PeerConnected, "connected"},
+		{relaywire.PeerDisconnected, "disconnected"}, {3, "unknown"}, {255, "unknown"},
+	}
+	for i, tc := range tests {
+		if i < 3 && uint8(tc.kind) != uint8(i) {
+			t.Errorf("%s = %d, want %d", tc.name, tc.kind, i)
+		}
+		if tc.kind.String() != tc.name || tc.kind.Known() != (i < 3) {
+			t.Errorf("event %d: %q known %v", tc.kind, tc.kind, tc.kind.Known())
+		}
 	}
 }

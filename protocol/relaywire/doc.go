@@ -3,7 +3,8 @@
 // with a relay server over UDP, DTLS and WebSocket, one message per datagram
 // or binary WebSocket message.
 //
-// The package owns the byte layout of the ten messages, the BIND HMAC, and
+// The package owns the byte layout of Unity's ten messages and of
+// Switchboard's two extensions (PEERS_SUBSCRIBE, PEER_EVENT), the BIND HMAC, and
 // the layouts of the allocation id and of the connection data field. It
 // opens no sockets, starts no goroutines, keeps no mutable state and reads
 // no clock. What a relay does with the messages lives in package relay; the
@@ -26,8 +27,12 @@
 //	10 RELAY         38 + N  both ways        from, to, data length, data
 //	11 CLOSE        4 or 20  client → relay   optional own allocation id
 //	12 ERROR             21  relay → client   recipient's allocation id, error code
+//	128 PEERS_SUBSCRIBE  20  host → relay     own allocation id (Switchboard only)
+//	129 PEER_EVENT       21  relay → host     event, peer allocation id (Switchboard only)
 //
-// Types 4, 5 and 7 are reserved. Multi-byte integers are little-endian (the
+// Types 4, 5 and 7 are reserved. Types 0x80 and 0x81 lie outside the range
+// Unity uses or reserves: a Unity client never sends PEERS_SUBSCRIBE, so a
+// relay never sends it PEER_EVENT. Multi-byte integers are little-endian (the
 // BIND nonce, the PING sequence number) except the RELAY data length, which
 // is big-endian: that is what Unity Transport sends, whatever Unity's
 // documentation says about network order. Allocation ids are 16 bytes in
@@ -39,11 +44,11 @@
 //
 // Decoders are strict. A message shorter or longer than its type's size, a
 // RELAY whose data length is not the number of bytes that follow, a BIND
-// accept mode other than 0 and connection data with non-zero bytes after its
-// length byte fail with a [*FieldError] that names the type, the field and
-// the problem and matches [ErrInvalid]. A header that is not DA 72 00 fails
+// accept mode other than 0, connection data with non-zero bytes after its
+// length byte and a PEER_EVENT event other than 0–2 fail with a
+// [*FieldError] that names the type, the field and the problem and matches [ErrInvalid]. A header that is not DA 72 00 fails
 // the same way (a bad version also matches [ErrUnsupportedVersion]); a
-// well-formed header of a type that is none of the ten fails with
+// well-formed header of a type that is none of the twelve fails with
 // [ErrUnknownType]. Decoders never panic; [Peek] and the Unmarshal methods
 // allocate nothing, whatever the input (failures return shared
 // [*FieldError] values); whatever decodes re-encodes to the same bytes. RELAY's Data aliases the input; the other

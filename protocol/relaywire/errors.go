@@ -17,7 +17,7 @@ var ErrInvalid = errors.New("relaywire: invalid message")
 var ErrUnsupportedVersion = errors.New("relaywire: unsupported protocol version")
 
 // ErrUnknownType is returned by [Peek] and [Decode] for a well-formed header
-// whose type is none of the ten (4, 5, 7 and 13–255). It does not match
+// whose type is none of the twelve (4, 5, 7, 13–127 and 130–255). It does not match
 // [ErrInvalid]; a relay drops the datagram.
 var ErrUnknownType = errors.New("relaywire: unknown message type")
 
@@ -43,6 +43,7 @@ const (
 	ProblemBadAcceptMode = "bad_accept_mode" // a BIND accept mode other than 0
 	ProblemBadPadding    = "bad_padding"     // a non-zero byte after the connection data length
 	ProblemOverCap       = "over_cap"        // encoder only: a RELAY payload over MaxRelayPayload
+	ProblemBadEvent      = "bad_event"       // a PEER_EVENT event other than 0, 1, 2
 )
 
 // TypeNone is the Type of a [FieldError] that [Peek] or [Decode] found in the
@@ -95,6 +96,9 @@ var bodies = [...][]field{
 		{"data_length", 2}, {"data", 0}},
 	TypeClose: {{"allocation_id", AllocationIDSize}},
 	TypeError: {{"allocation_id", AllocationIDSize}, {"error_code", 1}},
+
+	TypePeersSubscribe: {{"allocation_id", AllocationIDSize}},
+	TypePeerEvent:      {{"event", 1}, {"peer_allocation_id", AllocationIDSize}},
 }
 
 // typeErrs holds the FieldErrors a decoder of one type (or Peek, for
@@ -141,6 +145,7 @@ var (
 	errBindPadding      = &FieldError{TypeBind, "connection_data", ProblemBadPadding}
 	errConnectPadding   = &FieldError{TypeConnectRequest, "to_connection_data", ProblemBadPadding}
 	errRelayOverCap     = &FieldError{TypeRelay, "data", ProblemOverCap}
+	errPeerEventKind    = &FieldError{TypePeerEvent, "event", ProblemBadEvent}
 	errRelayDataTrunc   = errTable[TypeRelay].truncated[3]
 	errRelayDataTrailer = errTable[TypeRelay].trailing
 )

@@ -140,6 +140,40 @@ func FuzzRelayUnmarshal(f *testing.F) {
 	})
 }
 
+// FuzzPeerEventUnmarshal decodes PEER_EVENT and PEERS_SUBSCRIBE into
+// reused, dirty values, as a client and a relay do, and checks the fields
+// against the layouts.
+func FuzzPeerEventUnmarshal(f *testing.F) {
+	addMessageSeeds(f, func(t relaywire.Type) bool {
+		return t == relaywire.TypePeerEvent || t == relaywire.TypePeersSubscribe
+	})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ev := relaywire.PeerEvent{Event: relaywire.PeerDisconnected, Peer: relaywire.AllocationID{9}}
+		if err := ev.Unmarshal(data); err != nil {
+			checkDecodeError(t, data, err)
+			if ev != (relaywire.PeerEvent{}) {
+				t.Fatalf("%x: %+v left after error %v", data, ev, err)
+			}
+		} else {
+			if len(data) != 21 || !bytes.Equal(data[:4], []byte{0xDA, 0x72, 0, 0x81}) || data[4] > 2 {
+				t.Fatalf("%x: accepted as PEER_EVENT", data)
+			}
+			if byte(ev.Event) != data[4] || !bytes.Equal(ev.Peer[:], data[5:21]) {
+				t.Fatalf("%x: decoded %+v", data, ev)
+			}
+		}
+		sub := relaywire.PeersSubscribe{AllocationID: relaywire.AllocationID{9}}
+		if err := sub.Unmarshal(data); err != nil {
+			checkDecodeError(t, data, err)
+			if !sub.AllocationID.IsZero() {
+				t.Fatalf("%x: %+v left after error %v", data, sub, err)
+			}
+		} else if len(data) != 20 || !bytes.Equal(data[:4], []byte{0xDA, 0x72, 0, 0x80}) || !bytes.Equal(sub.AllocationID[:], data[4:20]) {
+			t.Fatalf("%x: accepted as PEERS_SUBSCRIBE: %+v", data, sub)
+		}
+	})
+}
+
 // FuzzBindHMAC checks the allocation-free HMAC against crypto/hmac.
 func FuzzBindHMAC(f *testing.F) {
 	for _, v := range loadHMAC(f).Vectors {

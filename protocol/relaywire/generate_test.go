@@ -26,8 +26,9 @@ const messagesAbout = "Unity Relay message protocol, version 0 (the header's byt
 	"stops at (\"message\" for bytes after the last field) and reason says why. A decoder checks the header field by field, then " +
 	"the size (the first field that runs past the end is truncated), then field values in order. Items with reason wrong_type hold " +
 	"another type's valid bytes. header_invalid: bytes whose header is wrong, rejected by every decoder with this field and reason. " +
-	"unknown_types: well-formed headers of a type that is none of the ten; a relay drops them, a decoder reports \"unknown type\", " +
-	"not \"invalid\"."
+	"unknown_types: well-formed headers of a type that is none of the twelve; a relay drops them, a decoder reports \"unknown type\", " +
+	"not \"invalid\". Types 128 and 129 (PEERS_SUBSCRIBE, PEER_EVENT) are Switchboard's extensions, outside the range Unity uses " +
+	"or reserves; docs/protocol/relay.md describes them."
 
 const messagesHandWritten = "The first valid item of every message type, every invalid, header_invalid and unknown_types item are " +
 	"composed by hand, field by field, from the byte layouts of the Unity Relay reference (§1.2–§1.4), independently of the Go " +
@@ -289,6 +290,15 @@ func generated(t testing.TB, typ relaywire.Type) []genVector {
 			out = append(out, genVector{fmt.Sprintf("code_%d_%s", c, c), &relaywire.Error{AllocationID: peer, Code: c}})
 		}
 		return append(out, genVector{"unknown_code_255", &relaywire.Error{AllocationID: ones, Code: 255}})
+	case relaywire.TypePeersSubscribe:
+		return []genVector{{"zero", &relaywire.PeersSubscribe{}}, {"max", &relaywire.PeersSubscribe{AllocationID: ones}}}
+	case relaywire.TypePeerEvent:
+		return []genVector{
+			{"connected", &relaywire.PeerEvent{Event: relaywire.PeerConnected, Peer: peer}},
+			{"disconnected", &relaywire.PeerEvent{Event: relaywire.PeerDisconnected, Peer: peer}},
+			{"subscribed_zero", &relaywire.PeerEvent{}},
+			{"disconnected_max", &relaywire.PeerEvent{Event: relaywire.PeerDisconnected, Peer: ones}},
+		}
 	}
 	return nil // BIND_RECEIVED has one encoding only: the hand-written one
 }

@@ -10,6 +10,7 @@ func TestLayoutsAddUp(t *testing.T) {
 		TypeBind: BindSize, TypeBindReceived: BindReceivedSize, TypePing: PingSize,
 		TypeConnectRequest: ConnectRequestSize, TypeAccepted: AcceptedSize, TypeRejected: RejectedSize,
 		TypeDisconnect: DisconnectSize, TypeRelay: RelayHeaderSize, TypeClose: CloseWithIDSize, TypeError: ErrorSize,
+		TypePeersSubscribe: PeersSubscribeSize, TypePeerEvent: PeerEventSize,
 	}
 	for typ, want := range sizes {
 		got := HeaderSize

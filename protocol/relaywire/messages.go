@@ -18,6 +18,12 @@ const (
 	TypeRelay          Type = 10 // client → relay → peer, 38 + N bytes
 	TypeClose          Type = 11 // client → relay, 4 or 20 bytes
 	TypeError          Type = 12 // relay → client, 21 bytes
+
+	// Switchboard's extensions, outside the range Unity uses or reserves
+	// (0–12). A Unity client never sends PEERS_SUBSCRIBE, so it never
+	// receives PEER_EVENT.
+	TypePeersSubscribe Type = 0x80 // host → relay, 20 bytes
+	TypePeerEvent      Type = 0x81 // relay → subscribed host, 21 bytes
 )
 
 var typeNames = [256]string{
@@ -25,6 +31,7 @@ var typeNames = [256]string{
 	TypeConnectRequest: "CONNECT_REQUEST", TypeAccepted: "ACCEPTED",
 	TypeRejected: "REJECTED", TypeDisconnect: "DISCONNECT", TypeRelay: "RELAY",
 	TypeClose: "CLOSE", TypeError: "ERROR",
+	TypePeersSubscribe: "PEERS_SUBSCRIBE", TypePeerEvent: "PEER_EVENT",
 }
 
 // String returns the protocol's name of t, such as "CONNECT_REQUEST".
@@ -35,7 +42,8 @@ func (t Type) String() string {
 	return fmt.Sprintf("TYPE_%d", uint8(t))
 }
 
-// Known reports whether t is one of the ten message types.
+// Known reports whether t is one of the twelve message types: Unity's ten
+// and Switchboard's PEERS_SUBSCRIBE and PEER_EVENT.
 func (t Type) Known() bool { return typeNames[t] != "" }
 
 // Sizes of the protocol's fields and messages, in bytes. Every message but
@@ -59,6 +67,8 @@ const (
 	CloseSize          = 4   // the bare form of CLOSE
 	CloseWithIDSize    = 20  // CLOSE with the sender's allocation id
 	ErrorSize          = 21  // header, allocation id, error code
+	PeersSubscribeSize = 20  // header, allocation id
+	PeerEventSize      = 21  // header, event, peer allocation id
 
 	// MaxRelayPayload is the most a RELAY can carry: its length field is a
 	// u16. Carriers limit it further: Unity Transport's largest UDP message
@@ -120,7 +130,32 @@ func (c ErrorCode) Known() bool { return int(c) < len(codeNames) }
 // (codes 1 and 4): the player needs a new allocation.
 func (c ErrorCode) Fatal() bool { return c == CodeTimedOut || c == CodeNotFound }
 
-// Message is one of the ten message types. Every implementation is a
+// PeerEventKind is the event byte of PEER_EVENT.
+type PeerEventKind uint8
+
+// The events of PEER_EVENT.
+const (
+	PeerSubscribed   PeerEventKind = 0 // the ack of PEERS_SUBSCRIBE; Peer is the host's own id
+	PeerConnected    PeerEventKind = 1 // the relay accepted Peer's CONNECT_REQUEST
+	PeerDisconnected PeerEventKind = 2 // Peer disconnected from the host, or its allocation ended
+)
+
+var peerEventNames = [...]string{
+	PeerSubscribed: "subscribed", PeerConnected: "connected", PeerDisconnected: "disconnected",
+}
+
+// String returns the event's name, such as "connected", or "unknown".
+func (k PeerEventKind) String() string {
+	if k.Known() {
+		return peerEventNames[k]
+	}
+	return "unknown"
+}
+
+// Known reports whether k is one of the events 0–2.
+func (k PeerEventKind) Known() bool { return int(k) < len(peerEventNames) }
+
+// Message is one of the twelve message types. Every implementation is a
 // pointer to one of the structs below.
 type Message interface {
 	// Type returns the message's type.
@@ -258,6 +293,33 @@ type Error struct {
 	Code         ErrorCode
 }
 
+// PeersSubscribe asks the relay to tell the sender, a host, when peers
+// connect to it and leave (client → relay; Switchboard only). The relay
+// accepts it only from the allocation's bound address and only for an
+// allocation that no CONNECT_REQUEST of its own has made a joiner. It
+// answers PEER_EVENT subscribed, then one PEER_EVENT connected per peer
+// connected now, then one PEER_EVENT per change. Sending it again repeats
+// the ack and the list of connected peers.
+//
+//	off size field
+//	  0   4  header DA 72 00 80
+//	  4  16  allocation_id   the sender's own
+type PeersSubscribe struct {
+	AllocationID AllocationID
+}
+
+// PeerEvent tells a subscribed host that a peer connected or left (relay →
+// host; Switchboard only).
+//
+//	off size field
+//	  0   4  header DA 72 00 81
+//	  4   1  event                0 subscribed, 1 connected, 2 disconnected; others invalid
+//	  5  16  peer_allocation_id   for subscribed, the host's own id
+type PeerEvent struct {
+	Event PeerEventKind
+	Peer  AllocationID
+}
+
 func (m *Error) Error() string {
 	return fmt.Sprintf("relaywire: relay error %d %s", uint8(m.Code), m.Code)
 }
@@ -274,6 +336,8 @@ func (*Disconnect) Type() Type     { return TypeDisconnect }
 func (*Relay) Type() Type          { return TypeRelay }
 func (*Close) Type() Type          { return TypeClose }
 func (*Error) Type() Type          { return TypeError }
+func (*PeersSubscribe) Type() Type { return TypePeersSubscribe }
+func (*PeerEvent) Type() Type      { return TypePeerEvent }
 
 // New returns a new zero message of type t, or nil when t is not known.
 func New(t Type) Message {
@@ -298,6 +362,10 @@ func New(t Type) Message {
 		return new(Close)
 	case TypeError:
 		return new(Error)
+	case TypePeersSubscribe:
+		return new(PeersSubscribe)
+	case TypePeerEvent:
+		return new(PeerEvent)
 	}
 	return nil
 }

@@ -142,6 +142,15 @@ type closeFields struct {
 	AllocationID *relaywire.AllocationID `json:"allocation_id"` // null: the bare form
 }
 
+type peersSubscribeFields struct {
+	AllocationID relaywire.AllocationID `json:"allocation_id"`
+}
+
+type peerEventFields struct {
+	Event uint8                  `json:"event"`
+	Peer  relaywire.AllocationID `json:"peer_allocation_id"`
+}
+
 type errorFields struct {
 	AllocationID relaywire.AllocationID `json:"allocation_id"`
 	ErrorCode    uint8                  `json:"error_code"`
@@ -173,6 +182,10 @@ func toFields(m relaywire.Message) any {
 		return closeFields{&m.AllocationID}
 	case *relaywire.Error:
 		return errorFields{m.AllocationID, uint8(m.Code)}
+	case *relaywire.PeersSubscribe:
+		return peersSubscribeFields{m.AllocationID}
+	case *relaywire.PeerEvent:
+		return peerEventFields{uint8(m.Event), m.Peer}
 	}
 	panic(fmt.Sprintf("toFields: unhandled %T", m))
 }
@@ -233,6 +246,12 @@ func fromFields(t relaywire.Type, raw json.RawMessage) (relaywire.Message, error
 	case relaywire.TypeError:
 		f, err := strict[errorFields](raw)
 		return &relaywire.Error{AllocationID: f.AllocationID, Code: relaywire.ErrorCode(f.ErrorCode)}, err
+	case relaywire.TypePeersSubscribe:
+		f, err := strict[peersSubscribeFields](raw)
+		return &relaywire.PeersSubscribe{AllocationID: f.AllocationID}, err
+	case relaywire.TypePeerEvent:
+		f, err := strict[peerEventFields](raw)
+		return &relaywire.PeerEvent{Event: relaywire.PeerEventKind(f.Event), Peer: f.Peer}, err
 	}
 	return nil, fmt.Errorf("fromFields: unknown type %v", t)
 }
@@ -301,7 +320,7 @@ func wantFieldError(t *testing.T, err error, typ relaywire.Type, field, problem 
 var knownProblems = []string{
 	relaywire.ProblemTruncated, relaywire.ProblemTrailing, relaywire.ProblemBadSignature,
 	relaywire.ProblemBadVersion, relaywire.ProblemWrongType, relaywire.ProblemBadAcceptMode,
-	relaywire.ProblemBadPadding,
+	relaywire.ProblemBadPadding, relaywire.ProblemBadEvent,
 }
 
 func isKnownProblem(p string) bool {
@@ -313,11 +332,11 @@ func isKnownProblem(p string) bool {
 	return false
 }
 
-// knownTypes are the ten message types.
+// knownTypes are the twelve message types: Unity's ten and Switchboard's two.
 var knownTypes = []relaywire.Type{
 	relaywire.TypeBind, relaywire.TypeBindReceived, relaywire.TypePing, relaywire.TypeConnectRequest,
 	relaywire.TypeAccepted, relaywire.TypeRejected, relaywire.TypeDisconnect, relaywire.TypeRelay,
-	relaywire.TypeClose, relaywire.TypeError,
+	relaywire.TypeClose, relaywire.TypeError, relaywire.TypePeersSubscribe, relaywire.TypePeerEvent,
 }
 
 func TestMessageVectorsCoverEveryType(t *testing.T) {
@@ -369,8 +388,8 @@ func TestMessageVectorsCoverEveryType(t *testing.T) {
 			t.Errorf("type %d: Known and New disagree", i)
 		}
 	}
-	if len(seen) != 10 {
-		t.Errorf("vectors for %d types, want 10", len(seen))
+	if len(seen) != len(knownTypes) {
+		t.Errorf("vectors for %d types, want %d", len(seen), len(knownTypes))
 	}
 }
 
@@ -380,6 +399,7 @@ var sizes = map[relaywire.Type]int{
 	relaywire.TypeBind: 295, relaywire.TypeBindReceived: 4, relaywire.TypePing: 22,
 	relaywire.TypeConnectRequest: 276, relaywire.TypeAccepted: 36, relaywire.TypeRejected: 36,
 	relaywire.TypeDisconnect: 36, relaywire.TypeError: 21,
+	relaywire.TypePeersSubscribe: 20, relaywire.TypePeerEvent: 21,
 }
 
 func TestValidMessageVectors(t *testing.T) {

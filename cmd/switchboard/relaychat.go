@@ -1,0 +1,338 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboardgg/switchboard/bench"
+	"github.com/switchboardgg/switchboard/client/backend"
+	"github.com/switchboardgg/switchboard/client/relay"
+	"github.com/switchboardgg/switchboard/client/session"
+)
+
+// relayClientFlags are the flags of the relay client verbs (host, join,
+// regions).
+type relayClientFlags struct {
+	af        apiFlags
+	username  string
+	transport string
+}
+
+func (f *relayClientFlags) register(cmd *cobra.Command, transport bool) {
+	f.af.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&f.username, "username", "", "log in as `NAME` (default: relay-<random>)")
+	if transport {
+		names := make([]string, 0, 4)
+		for _, t := range relay.Transports() {
+			names = append(names, string(t))
+		}
+		fl.StringVar(&f.transport, "transport", string(relay.DefaultTransport), "the carrier to the relay node: "+strings.Join(names, ", "))
+	}
+}
+
+// client logs in (as the other client verbs: an auth token minted with
+// the server key, or none when there is no key and the server allows
+// anonymous logins) and returns a relay client.
+func (f *relayClientFlags) client(ctx context.Context) (*relay.Client, error) {
+	cfg := &relay.Config{}
+	if f.transport != "" {
+		t, err := relay.ParseTransport(f.transport)
+		if err != nil {
+			return nil, fmt.Errorf("--transport: %w", err)
+		}
+		cfg.Transport = t
+	}
+	apiURL, key, err := f.af.resolve()
+	if err != nil {
+		return nil, err
+	}
+	cfg.TLSConfig = f.af.tls
+	hc := httpClient(f.af.tls)
+	if f.username == "" {
+		f.username = "relay-" + bench.NewRunID()
+	}
+	var auth string
+	if key != "" {
+		be, err := backend.New(apiURL, key, hc)
+		if err != nil {
+			return nil, err
+		}
+		if auth, err = be.CreateAuthToken(ctx, f.username, 0); err != nil {
+			return nil, fmt.Errorf("auth token: %w", err)
+		}
+	}
+	sc, err := session.Login(ctx, apiURL, f.username, auth, &session.Config{HTTPClient: hc})
+	if err != nil {
+		return nil, fmt.Errorf("log in as %s: %w", f.username, err)
+	}
+	return relay.New(sc, cfg), nil
+}
+
+func newRelayHostCmd() *cobra.Command {
+	var (
+		f      relayClientFlags
+		maxCon int
+		region string
+	)
+	cmd := &cobra.Command{
+		Use:   "host",
+		Short: "Allocate a relay allocation, print its join code, and pipe stdin/stdout to the peers that join",
+		Long: `host logs in, allocates on the relay (in --region, or in the region with the
+lowest measured round-trip time), and prints the join code on stderr:
+
+  join code 7BCD9K (region eu, udp 203.0.113.7:37000)
+
+Peers run 'switchboard relay join 7BCD9K'. Each line typed (stdin) goes to
+every connected peer; what peers send is written to stdout as it came, so
+two terminals chat and a pipe carries bytes. Lines on stderr say when a peer
+joins or leaves ("* peer <allocation id> joined"). A line longer than the
+largest relay message (1434 bytes) is sent in pieces.
+
+host exits 0 at end of input or on Ctrl-C (releasing the allocation: peers
+are disconnected and the code dies), and non-zero with the reason when the
+allocation is lost or the relay cannot be reached.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			rc, err := f.client(ctx)
+			if err != nil {
+				return fmt.Errorf("relay host: %w", err)
+			}
+			c, err := rc.Host(ctx, relay.AllocateRequest{MaxConnections: maxCon, Region: region})
+			if err != nil {
+				return fmt.Errorf("relay host: %w", err)
+			}
+			defer c.Close()
+			ep := c.Endpoint()
+			fmt.Fprintf(cmd.ErrOrStderr(), "join code %s (region %s, %s %s)\n", c.JoinCode(), c.Region(), ep.ConnectionType, hostPort(ep.Host, ep.Port))
+			if err := relayPipe(ctx, c, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+				return fmt.Errorf("relay host: %w", err)
+			}
+			return nil
+		},
+	}
+	f.register(cmd, true)
+	fl := cmd.Flags()
+	fl.IntVar(&maxCon, "max-connections", 4, "how many peers may join, 1 to 100")
+	fl.StringVar(&region, "region", "", "the relay `REGION` (default: the one with the lowest measured RTT; see 'relay regions')")
+	return cmd
+}
+
+func newRelayJoinCmd() *cobra.Command {
+	var f relayClientFlags
+	cmd := &cobra.Command{
+		Use:   "join CODE",
+		Short: "Join a host with its join code, and pipe stdin/stdout to it through the relay",
+		Long: `join logs in, joins the host's allocation with CODE (what 'switchboard relay
+host' printed) and connects to the host through its relay node. Each line
+typed (stdin) goes to the host; what the host sends is written to stdout as
+it came. A line on stderr says when the connection to the host is made.
+
+join exits 0 at end of input or on Ctrl-C (leaving: the host sees the peer
+leave), and non-zero with the reason when the code is unknown, the host is
+full or leaves, or the relay cannot be reached.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			rc, err := f.client(ctx)
+			if err != nil {
+				return fmt.Errorf("relay join: %w", err)
+			}
+			c, err := rc.Join(ctx, args[0])
+			if err != nil {
+				return fmt.Errorf("relay join: %w", describeRelay(err))
+			}
+			defer c.Close()
+			ep := c.Endpoint()
+			fmt.Fprintf(cmd.ErrOrStderr(), "joined %s (region %s, %s %s) as peer %s\n", strings.ToUpper(args[0]), c.Region(), ep.ConnectionType, hostPort(ep.Host, ep.Port), c.ID())
+			if err := relayPipe(ctx, c, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+				return fmt.Errorf("relay join: %w", err)
+			}
+			return nil
+		},
+	}
+	f.register(cmd, true)
+	return cmd
+}
+
+func newRelayRegionsCmd() *cobra.Command {
+	var f relayClientFlags
+	cmd := &cobra.Command{
+		Use:   "regions",
+		Short: "List the relay regions with the round-trip time measured to each (QoS probes)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signalContext(cmd.Context())
+			defer stop()
+			rc, err := f.client(ctx)
+			if err != nil {
+				return fmt.Errorf("relay regions: %w", err)
+			}
+			rtts, err := rc.MeasureRegions(ctx)
+			if errors.Is(err, relay.ErrNoQoSServer) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no relay region: no healthy relay node is registered")
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("relay regions: %w", err)
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "REGION\tRTT\tANSWERED")
+			for _, r := range rtts {
+				rtt := "no answer"
+				if r.Reachable() {
+					rtt = r.RTT.Round(10 * time.Microsecond).String()
+				}
+				fmt.Fprintf(w, "%s\t%s\t%d/%d\n", r.Region, rtt, r.Answered, r.Endpoints)
+			}
+			return w.Flush()
+		},
+	}
+	f.register(cmd, false)
+	return cmd
+}
+
+// relayPipe sends the lines of in to c's peers (a host: to every
+// connected peer) and writes what arrives to out; events go to log. It
+// returns nil when in ends or ctx ends, and the reason when the
+// connection ended first.
+func relayPipe(ctx context.Context, c *relay.Conn, in io.Reader, out, log io.Writer) error {
+	received := make(chan error, 1)
+	go func() { // ends when c is closed (the deferred Close)
+		buf := make([]byte, relay.DefaultMaxPayload)
+		for {
+			n, _, err := c.Recv(context.Background(), buf)
+			if errors.Is(err, relay.ErrClosed) {
+				received <- nil
+				return
+			}
+			if err != nil {
+				continue // a message too large for buf; dropped
+			}
+			if _, err := out.Write(buf[:n]); err != nil {
+				received <- fmt.Errorf("write stdout: %w", err)
+				return
+			}
+		}
+	}()
+	go func() { // ends with c
+		for ev := range c.Events() {
+			switch ev.Type {
+			case relay.EventPeerConnected:
+				if c.IsHost() {
+					fmt.Fprintf(log, "* peer %s joined\n", ev.Peer)
+				} else {
+					fmt.Fprintf(log, "* connected to host %s\n", ev.Peer)
+				}
+			case relay.EventPeerDisconnected:
+				if c.IsHost() {
+					fmt.Fprintf(log, "* peer %s left\n", ev.Peer)
+				} else {
+					fmt.Fprintf(log, "* host %s left\n", ev.Peer)
+				}
+			case relay.EventRebound:
+				fmt.Fprintf(log, "* re-bound to the relay (%s)\n", strings.TrimPrefix(ev.Err.Error(), "relay: "))
+			case relay.EventError:
+				fmt.Fprintf(log, "! %s\n", strings.TrimPrefix(ev.Err.Error(), "relay: "))
+			}
+		}
+	}()
+
+	chunks := make(chan []byte)
+	readDone := make(chan struct{})
+	go func() { // not joined: a read of stdin cannot be interrupted; it ends with the process
+		defer close(readDone)
+		br := bufio.NewReaderSize(in, relay.DefaultMaxPayload)
+		for {
+			line, err := br.ReadSlice('\n')
+			if len(line) > 0 {
+				select {
+				case chunks <- append([]byte(nil), line...):
+				case <-c.Done():
+					return
+				}
+			}
+			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.Done():
+			return connEnded(c.Err())
+		case err := <-received:
+			return err
+		case <-readDone:
+			select {
+			case b := <-chunks:
+				_ = sendAll(ctx, c, b, log)
+			default:
+			}
+			return nil
+		case b := <-chunks:
+			if err := sendAll(ctx, c, b, log); errors.Is(err, relay.ErrClosed) {
+				return connEnded(c.Err())
+			}
+		}
+	}
+}
+
+// sendAll sends b to every peer of c.
+func sendAll(ctx context.Context, c *relay.Conn, b []byte, log io.Writer) error {
+	peers := c.Peers()
+	if len(peers) == 0 {
+		fmt.Fprintln(log, "! no peer is connected yet; not sent")
+		return nil
+	}
+	for _, p := range peers {
+		if err := c.Send(ctx, p, b); err != nil {
+			if errors.Is(err, relay.ErrClosed) {
+				return err
+			}
+			fmt.Fprintf(log, "! send to %s: %s\n", p, strings.TrimPrefix(err.Error(), "relay: "))
+		}
+	}
+	return nil
+}
+
+// connEnded describes why the connection ended.
+func connEnded(err error) error {
+	if err == nil || errors.Is(err, relay.ErrClosed) {
+		return errors.New("the connection to the relay ended")
+	}
+	return describeRelay(err)
+}
+
+// describeRelay adds what to do to the errors people meet.
+func describeRelay(err error) error {
+	switch {
+	case errors.Is(err, relay.ErrJoinCodeNotFound):
+		return fmt.Errorf("no live allocation has this join code (mistyped, or the host left): %w", err)
+	case errors.Is(err, relay.ErrHostGone):
+		return fmt.Errorf("the host left: %w", err)
+	case errors.Is(err, relay.ErrRejected):
+		return fmt.Errorf("the host is full: %w", err)
+	}
+	return err
+}
+
+func hostPort(host string, port int) string {
+	if strings.Contains(host, ":") {
+		return fmt.Sprintf("[%s]:%d", host, port)
+	}
+	return fmt.Sprintf("%s:%d", host, port)
+}
