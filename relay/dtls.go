@@ -18,19 +18,13 @@ import (
 	"github.com/switchboardgg/switchboard/protocol/relaywire"
 )
 
-// DTLSCipherSuites are the cipher suites the DTLS carrier offers, in the
-// server's order of preference: every pre-shared-key suite pion/dtls
-// implements. Unity does not publish which suites UnityTLS offers
-// (docs/protocol/relay.md §17).
-var DTLSCipherSuites = []dtls.CipherSuiteID{
-	dtls.TLS_PSK_WITH_AES_128_GCM_SHA256,
-	dtls.TLS_PSK_WITH_CHACHA20_POLY1305_SHA256,
-	dtls.TLS_PSK_WITH_AES_128_CCM,
-	dtls.TLS_PSK_WITH_AES_128_CCM_8,
-	dtls.TLS_PSK_WITH_AES_256_CCM_8,
-	dtls.TLS_PSK_WITH_AES_128_CBC_SHA256,
-	dtls.TLS_ECDHE_PSK_WITH_CHACHA20_POLY1305_SHA256,
-	dtls.TLS_ECDHE_PSK_WITH_AES_128_CBC_SHA256,
+// pionSuites returns relaywire.DTLSCipherSuites as pion names them.
+func pionSuites() []dtls.CipherSuiteID {
+	out := make([]dtls.CipherSuiteID, len(relaywire.DTLSCipherSuites))
+	for i, id := range relaywire.DTLSCipherSuites {
+		out[i] = dtls.CipherSuiteID(id)
+	}
+	return out
 }
 
 // DTLS record layer constants (RFC 6347 §4.1, §4.2.2): a new source's
@@ -334,7 +328,7 @@ func (c *dtlsConn) SetReadDeadline(t time.Time) error {
 // psk is the server's PSK callback: the key of the allocation the
 // identity names, derived from the id (no lookup).
 func (c *dtlsConn) psk(identity []byte) ([]byte, error) {
-	id, err := parseIdentity(identity)
+	id, err := relaywire.ParseDTLSIdentity(identity)
 	if err != nil {
 		return nil, err
 	}
@@ -343,19 +337,6 @@ func (c *dtlsConn) psk(identity []byte) ([]byte, error) {
 		return nil, fmt.Errorf("relay: DTLS identity %s: %w", relaywire.AllocationID(id), err)
 	}
 	return k[:], nil
-}
-
-// parseIdentity reads a PSK identity: the allocation id's 16 bytes, or its
-// canonical UUID text.
-func parseIdentity(b []byte) ([16]byte, error) {
-	if len(b) == relaywire.AllocationIDSize {
-		return [16]byte(b), nil
-	}
-	id, err := relaywire.ParseAllocationID(string(b))
-	if err != nil {
-		return [16]byte{}, fmt.Errorf("relay: DTLS identity of %d bytes: %w", len(b), err)
-	}
-	return id, nil
 }
 
 // handshakeDone ends c's handshake in the table's counts, once.
@@ -387,7 +368,7 @@ func (c *dtlsConn) run() {
 	}()
 	conn, err := dtls.ServerWithOptions(c, net.UDPAddrFromAddrPort(c.ap),
 		dtls.WithPSK(c.psk),
-		dtls.WithCipherSuites(DTLSCipherSuites...),
+		dtls.WithCipherSuites(pionSuites()...),
 		dtls.WithExtendedMasterSecret(dtls.RequestExtendedMasterSecret),
 		dtls.WithMTU(s.cfg.MaxDatagram+dtlsOverhead),
 		dtls.WithLoggerFactory(&logging.DefaultLoggerFactory{Writer: io.Discard, DefaultLogLevel: logging.LogLevelDisabled}),
@@ -415,7 +396,7 @@ func (c *dtlsConn) run() {
 		return
 	}
 	st, _ := conn.ConnectionState()
-	id, err := parseIdentity(st.IdentityHint)
+	id, err := relaywire.ParseDTLSIdentity(st.IdentityHint)
 	if err != nil { // the PSK callback accepted it
 		return
 	}
