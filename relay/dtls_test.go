@@ -439,3 +439,19 @@ func TestDTLSConfigDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestDTLSIdle: a DTLS connection that sends nothing for DTLSIdleTimeout
+// is closed (close_notify), bound or not.
+func TestDTLSIdle(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) { c.DTLSIdleTimeout = 300 * time.Millisecond })
+	addr := f.serveDTLS()
+	h := f.host(1)
+	c, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.recv(10 * time.Second); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("idle connection: got % x, %v; want it closed", got, err)
+	}
+	waitFor(t, "no DTLS connection", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 0 })
+}
