@@ -61,6 +61,10 @@ func (s *Server) ServeDTLS(pc net.PacketConn) error {
 	}
 	d := &dtlsSocket{s: s, pc: pc}
 	d.uc, _ = pc.(*net.UDPConn)
+	if d.uc != nil && s.cfg.ReadBuffer > 0 {
+		_ = d.uc.SetReadBuffer(s.cfg.ReadBuffer) // the kernel may cap it (docs/configuration.md)
+		_ = d.uc.SetWriteBuffer(s.cfg.WriteBuffer)
+	}
 	src := newSourceTable(4096, &s.cfg)
 	buf := make([]byte, 65536)
 	for {
