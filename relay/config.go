@@ -87,7 +87,7 @@ const (
 	// call.
 	DefaultBatch = 32
 	// DefaultReadBuffer and DefaultWriteBuffer are the UDP socket buffer
-	// sizes ServePacket asks for, in bytes (the kernel caps them at
+	// sizes ServePacket and ServeDTLS ask for, in bytes (the kernel caps them at
 	// net.core.rmem_max / wmem_max; see docs/configuration.md).
 	DefaultReadBuffer  = 8 << 20
 	DefaultWriteBuffer = 8 << 20
