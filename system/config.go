@@ -20,7 +20,7 @@ const (
 	// RoleNode runs a game node (WebSocket).
 	RoleNode
 	// RoleRelay runs the relay data plane (`switchboard serve relay`, or
-	// `dev --relay`) when RelayConfig has a UDP or WebSocket address, and
+	// `dev --relay`) when RelayConfig has a UDP, WebSocket or DTLS address, and
 	// registers it in the node registry.
 	RoleRelay
 
