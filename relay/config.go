@@ -79,6 +79,11 @@ const (
 	// DefaultMaxDTLSHandshakesPerIP bounds the DTLS handshakes under way
 	// from one IP address.
 	DefaultMaxDTLSHandshakesPerIP = 8
+	// DefaultMaxDTLSConnsPerAllocation bounds the DTLS connections past
+	// the handshake of one allocation (its PSK identity): one, and one
+	// more while it re-binds from a new address. A connection beyond it
+	// is closed after the handshake.
+	DefaultMaxDTLSConnsPerAllocation = 4
 	// DefaultDTLSQueue is the datagrams queued for one DTLS connection
 	// between the socket's reader and the connection's goroutine; more
 	// are dropped.
@@ -181,6 +186,8 @@ type Config struct {
 	MaxDTLSHandshakes int
 	// MaxDTLSHandshakesPerIP, zero: DefaultMaxDTLSHandshakesPerIP.
 	MaxDTLSHandshakesPerIP int
+	// MaxDTLSConnsPerAllocation, zero: DefaultMaxDTLSConnsPerAllocation.
+	MaxDTLSConnsPerAllocation int
 	// DTLSQueue in datagrams, zero: DefaultDTLSQueue.
 	DTLSQueue int
 	// Batch in datagrams, zero: DefaultBatch.
@@ -236,6 +243,7 @@ func (c *Config) fill() {
 	orDefault(&c.MaxDTLSConns, DefaultMaxDTLSConns)
 	orDefault(&c.MaxDTLSHandshakes, DefaultMaxDTLSHandshakes)
 	orDefault(&c.MaxDTLSHandshakesPerIP, DefaultMaxDTLSHandshakesPerIP)
+	orDefault(&c.MaxDTLSConnsPerAllocation, DefaultMaxDTLSConnsPerAllocation)
 	orDefault(&c.DTLSQueue, DefaultDTLSQueue)
 	orDefault(&c.Batch, DefaultBatch)
 	orDefault(&c.ReadBuffer, DefaultReadBuffer)

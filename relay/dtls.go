@@ -52,7 +52,8 @@ const (
 // connection runs one goroutine (handshake, then reads). Handshakes are
 // bounded by Config.DTLSHandshakeTimeout, Config.MaxDTLSHandshakes and
 // Config.MaxDTLSHandshakesPerIP, connections by Config.MaxDTLSConns and
-// Config.DTLSIdleTimeout; a connection is closed when the allocation
+// Config.DTLSIdleTimeout and, per allocation, Config.MaxDTLSConnsPerAllocation;
+// a connection is closed when the allocation
 // bound over it is released. It returns ErrServerClosed after Close; the
 // server closes pc then.
 func (s *Server) ServeDTLS(pc net.PacketConn) error {
@@ -122,8 +123,9 @@ type dtlsKey struct {
 type dtlsTable struct {
 	mu     sync.Mutex
 	conns  map[dtlsKey]*dtlsConn
-	hs     int                // handshakes under way
-	hsByIP map[netip.Addr]int // handshakes under way per source address
+	hs     int                            // handshakes under way
+	hsByIP map[netip.Addr]int             // handshakes under way per source address
+	byID   map[relaywire.AllocationID]int // connections past the handshake per allocation
 }
 
 // dispatch hands a datagram to its connection, or starts one for a new
@@ -177,6 +179,7 @@ func (d *dtlsSocket) dispatch(ap netip.AddrPort, b []byte, src *sourceTable) {
 	if t.conns == nil {
 		t.conns = make(map[dtlsKey]*dtlsConn)
 		t.hsByIP = make(map[netip.Addr]int)
+		t.byID = make(map[relaywire.AllocationID]int)
 	}
 	t.conns[k] = c
 	t.hs++
@@ -404,6 +407,25 @@ func (c *dtlsConn) run() {
 	if err != nil { // the PSK callback accepted it
 		return
 	}
+	// An allocation needs one connection (two while it re-binds): more
+	// would let one key holder fill MaxDTLSConns.
+	t.mu.Lock()
+	full := t.byID[id] >= s.cfg.MaxDTLSConnsPerAllocation
+	if !full {
+		t.byID[id]++
+	}
+	t.mu.Unlock()
+	if full {
+		s.m.dtlsHandshakes[dtlsHandshakeRefused].Inc()
+		return
+	}
+	defer func() {
+		t.mu.Lock()
+		if t.byID[id]--; t.byID[id] <= 0 {
+			delete(t.byID, id)
+		}
+		t.mu.Unlock()
+	}()
 	c.id = id
 	c.conn.Store(conn)
 	s.m.dtlsHandshakes[dtlsHandshakeOK].Inc()

@@ -425,7 +425,7 @@ func (f *fixture) gauge(name string) float64 {
 func TestDTLSConfigDefaults(t *testing.T) {
 	c := relay.FilledConfigForTest(relay.Config{})
 	if c.DTLSHandshakeTimeout != 10*time.Second || c.DTLSIdleTimeout != 60*time.Second || c.MaxDTLSConns != 20_000 ||
-		c.MaxDTLSHandshakes != 1024 || c.MaxDTLSHandshakesPerIP != 8 || c.DTLSQueue != 64 {
+		c.MaxDTLSHandshakes != 1024 || c.MaxDTLSHandshakesPerIP != 8 || c.DTLSQueue != 64 || c.MaxDTLSConnsPerAllocation != 4 {
 		t.Fatalf("DTLS defaults %+v", c)
 	}
 	keys, _ := tokens.NewRelayKeyring(tokens.RelayKey{ID: 1, Secret: make([]byte, 32)})
@@ -454,4 +454,34 @@ func TestDTLSIdle(t *testing.T) {
 		t.Fatalf("idle connection: got % x, %v; want it closed", got, err)
 	}
 	waitFor(t, "no DTLS connection", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 0 })
+}
+
+// TestDTLSConnsPerAllocation: an allocation's DTLS connections past the
+// handshake are bounded; one beyond is closed at once, and its place
+// comes back when a connection ends.
+func TestDTLSConnsPerAllocation(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) { c.MaxDTLSConnsPerAllocation = 1 })
+	addr := f.serveDTLS()
+	h := f.host(1)
+	first, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound(t, first, h, 0)
+	second, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err == nil {
+		if got, err := second.recv(5 * time.Second); err == nil || errors.Is(err, errTimeout) {
+			t.Fatalf("second connection: got % x, %v; want it closed", got, err)
+		}
+	}
+	waitFor(t, "a refused connection", func() bool {
+		return f.value("switchboard_relay_dtls_handshakes_total", "result", "refused") == 1
+	})
+	first.close()
+	waitFor(t, "no DTLS connection", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 0 })
+	third, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound(t, third, h, 1) // a new address: a larger nonce
 }

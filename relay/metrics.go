@@ -50,12 +50,13 @@ var dropNames = [numDropReasons]string{
 type dtlsHandshakeResult int
 
 const (
-	dtlsHandshakeOK     dtlsHandshakeResult = iota // done: the peer knows its allocation's key
-	dtlsHandshakeFailed                            // failed or timed out (a wrong key, an unknown key id, a spoofed source)
+	dtlsHandshakeOK      dtlsHandshakeResult = iota // done: the peer knows its allocation's key
+	dtlsHandshakeFailed                             // failed or timed out (a wrong key, an unknown key id, a spoofed source)
+	dtlsHandshakeRefused                            // done, but its allocation had MaxDTLSConnsPerAllocation connections: closed
 	numDTLSHandshakeResults
 )
 
-var dtlsHandshakeNames = [numDTLSHandshakeResults]string{"ok", "failed"}
+var dtlsHandshakeNames = [numDTLSHandshakeResults]string{"ok", "failed", "refused"}
 
 type metrics struct {
 	packetsIn, packetsOut prometheus.Counter

@@ -67,7 +67,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("relay: negative timeout: %w", ErrConfig)
 	case cfg.MaxAllocations < 0 || cfg.MaxReleased < 0 || cfg.MaxPeers < 0 || cfg.AllocationRate < 0 ||
 		cfg.SourceRate < 0 || cfg.SourceBurst < 0 || cfg.SubscribeRate < 0 || cfg.SubscribeBurst < 0 || cfg.WSSendQueue < 0 || cfg.MaxWSConns < 0 || cfg.Batch < 0 ||
-		cfg.MaxDTLSConns < 0 || cfg.MaxDTLSHandshakes < 0 || cfg.MaxDTLSHandshakesPerIP < 0 || cfg.DTLSQueue < 0:
+		cfg.MaxDTLSConns < 0 || cfg.MaxDTLSHandshakes < 0 || cfg.MaxDTLSHandshakesPerIP < 0 || cfg.DTLSQueue < 0 ||
+		cfg.MaxDTLSConnsPerAllocation < 0:
 		return nil, fmt.Errorf("relay: negative limit: %w", ErrConfig)
 	case cfg.AllocationBurst < cfg.MaxDatagram:
 		return nil, fmt.Errorf("relay: allocation burst %d under the max datagram %d: %w", cfg.AllocationBurst, cfg.MaxDatagram, ErrConfig)
