@@ -68,7 +68,8 @@ const (
 	// ClientHello.
 	DefaultDTLSHandshakeTimeout = 10 * time.Second
 	// DefaultDTLSIdleTimeout closes a DTLS connection that sent nothing
-	// for this long (as DefaultWSIdleTimeout).
+	// for this long, or for its allocation's own idle timeout when that is
+	// longer (as DefaultWSIdleTimeout).
 	DefaultDTLSIdleTimeout = 60 * time.Second
 	// DefaultMaxDTLSConns bounds the DTLS connections of one node,
 	// handshaking ones included; a ClientHello beyond it is dropped.

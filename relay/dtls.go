@@ -434,7 +434,13 @@ func (c *dtlsConn) run() {
 	ep := endpoint{c: c}
 	buf := make([]byte, s.cfg.MaxDatagram+1)
 	for {
-		_ = conn.SetReadDeadline(time.Now().Add(s.cfg.DTLSIdleTimeout))
+		// Silence is tolerated as long as its allocation tolerates it (an
+		// allocation's own idle timeout may be longer: a long scene load).
+		idle := s.cfg.DTLSIdleTimeout
+		if a := s.lookup(c.id); a != nil && a.idle > idle {
+			idle = a.idle
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(idle))
 		n, err := conn.Read(buf)
 		if err != nil {
 			var te *dtls.TemporaryError

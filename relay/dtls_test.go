@@ -485,3 +485,21 @@ func TestDTLSConnsPerAllocation(t *testing.T) {
 	}
 	bound(t, third, h, 1) // a new address: a larger nonce
 }
+
+// TestDTLSIdleFollowsAllocation: a DTLS connection stays open through the
+// silence its allocation's own idle timeout allows, when longer than
+// DTLSIdleTimeout.
+func TestDTLSIdleFollowsAllocation(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) { c.DTLSIdleTimeout = 200 * time.Millisecond })
+	addr := f.serveDTLS()
+	h := f.mint(tokens.RelayConnection{MaxConnections: 1, IdleTimeout: time.Hour})
+	c, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound(t, c, h, 0)
+	expectSilence(t, c) // longer than DTLSIdleTimeout
+	expectSilence(t, c)
+	c.send(mPing(h.id))
+	expectNext(t, c, mPing(h.id))
+}
