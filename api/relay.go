@@ -82,16 +82,32 @@ type RelayResponse[T any] struct {
 type RelayAllocateRequest struct {
 	MaxConnections *int   `json:"maxConnections"` // required, 1..RelayMaxConnectionsLimit
 	Region         string `json:"region,omitempty"`
+	// IdleTimeoutSeconds overrides the relay node's idle timeout for this
+	// allocation (Switchboard only); 0 or absent: the node's. At most the
+	// deployment's cap (RelayCodeInvalidRequest above it).
+	IdleTimeoutSeconds int `json:"idleTimeoutSeconds,omitempty"`
+	// HostMigration opts a host in to host migration (Switchboard only):
+	// its join code outlives it for a grace period (docs/api.md).
+	HostMigration bool `json:"hostMigration,omitempty"`
 }
 
 // RelayJoinCodeRequest is the body of POST /relay/v1/joincode.
 type RelayJoinCodeRequest struct {
 	AllocationID string `json:"allocationId"`
+	// JoinCode and PreviousAllocationID claim a held code for
+	// AllocationID (host migration, Switchboard only): JoinCode is the
+	// dead host's code, PreviousAllocationID the caller's allocation that
+	// joined with it. Both or neither.
+	JoinCode             string `json:"joinCode,omitempty"`
+	PreviousAllocationID string `json:"previousAllocationId,omitempty"`
 }
 
 // RelayJoinRequest is the body of POST /relay/v1/join.
 type RelayJoinRequest struct {
 	JoinCode string `json:"joinCode"`
+	// IdleTimeoutSeconds is as in [RelayAllocateRequest], for the
+	// joiner's allocation (Switchboard only).
+	IdleTimeoutSeconds int `json:"idleTimeoutSeconds,omitempty"`
 }
 
 // RelayServerEndpoint is one way to reach the relay node of an

@@ -169,7 +169,9 @@ type Config struct {
 	SweepInterval time.Duration
 	// WSHandshakeTimeout, zero: DefaultWSHandshakeTimeout.
 	WSHandshakeTimeout time.Duration
-	// WSIdleTimeout, zero: DefaultWSIdleTimeout.
+	// WSIdleTimeout, zero: DefaultWSIdleTimeout. A connection over which
+	// an allocation with a longer idle timeout of its own was bound
+	// tolerates that much silence instead.
 	WSIdleTimeout time.Duration
 	// WSWriteTimeout, zero: DefaultWSWriteTimeout.
 	WSWriteTimeout time.Duration

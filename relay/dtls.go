@@ -38,7 +38,7 @@ const (
 )
 
 // ServeDTLS serves relay messages over DTLS 1.2 on pc (docs/protocol/relay.md
-// §17): one relay message per DTLS record, the allocation's key as the
+// §16): one relay message per DTLS record, the allocation's key as the
 // pre-shared key, the allocation id as the PSK identity (its 16 bytes, as
 // Unity Transport sends it, or its canonical UUID text, as Unity's docs
 // say). The key is derived from the identity alone

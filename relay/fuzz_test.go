@@ -59,7 +59,7 @@ func FuzzHandle(f *testing.F) {
 	for _, seed := range [][]byte{
 		mBind(1, h.blob, h.key), mPing(h.id), mConnect(j.id, h.blob), mRelay(h.id, j.id, []byte("x")),
 		mFromTo(tDisconnect, h.id, j.id), hdr(tClose), append(hdr(tClose), h.id[:]...), mError(h.id, 3),
-		{0xDA, 0x72, 0x00}, {0x59, 0, 12},
+		{0xDA, 0x72, 0x00}, {0x59, 0, 12}, mSubscribe(h.id), mSubscribe(j.id), mPeerEvent(evConnected, j.id),
 	} {
 		f.Add(seed, false)
 		f.Add(seed, true)

@@ -305,6 +305,7 @@ func (w *worker) onBind(ep endpoint, b []byte, now time.Time) {
 			s.byAddr.Store(ep, n)
 			s.m.binds.Inc()
 			s.log.Debug("relay: allocation bound", "allocation", id, "host", n.isHost, "carrier", ep.c.kind())
+			noteBound(ep, n)
 			w.answer(ep, &relaywire.BindReceived{}, now)
 			return
 		}
@@ -332,6 +333,7 @@ func (w *worker) onBind(ep endpoint, b []byte, now time.Time) {
 	}
 	a.mu.Unlock()
 	a.touch(now)
+	noteBound(ep, a)
 	s.m.binds.Inc()
 	w.answer(ep, &relaywire.BindReceived{}, now)
 }

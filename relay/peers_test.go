@@ -3,9 +3,12 @@ package relay_test
 import (
 	"bytes"
 	"crypto/rand"
+	"errors"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/switchboardgg/switchboard/relay"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -172,4 +175,34 @@ func TestPeersSubscribeRefused(t *testing.T) {
 	if acks == 0 || acks >= n || f.drops("subscribe") < 2 {
 		t.Fatalf("%d of %d PEERS_SUBSCRIBE answered, %v dropped", acks, n, f.drops("subscribe"))
 	}
+}
+
+// TestWebSocketHonoursAllocationIdle: a WebSocket connection closes after
+// WSIdleTimeout of silence, unless an allocation bound over it has a
+// longer idle timeout of its own (a browser tab in the background).
+func TestWebSocketHonoursAllocationIdle(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) { c.WSIdleTimeout = 300 * time.Millisecond })
+	plain, err := dialWS(t, f.ws, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := dialWS(t, f.ws, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := f.host(2)
+	b := f.mint(tokens.RelayConnection{MaxConnections: 2, IdleTimeout: time.Minute})
+	bound(t, plain, a, 0)
+	bound(t, long, b, 0)
+	// Both go silent: the plain connection is closed ...
+	got, err := plain.recv(10 * time.Second)
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("the plain connection: % x, %v; want it closed by the relay", got, err)
+	}
+	// ... the other one is still there, well past WSIdleTimeout.
+	time.Sleep(600 * time.Millisecond)
+	long.send(mPing(b.id))
+	expectNext(t, long, mPing(b.id))
+	long.close()
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gobwas/ws"
@@ -77,8 +78,27 @@ type wsConn struct {
 	free chan []byte   // spent buffers, for reuse
 	ctl  chan []byte   // whole control frames (pong, close)
 	done chan struct{} // closed when the reader ends
+	// idle is the longest own idle timeout (ns) of the allocations bound
+	// over the connection: it stays open through that much silence, as
+	// they do, when that is longer than Config.WSIdleTimeout.
+	idle atomic.Int64
 
 	stopOnce sync.Once
+}
+
+// noteBound tells ep's carrier that a was bound over it: a WebSocket
+// connection then tolerates a's own idle timeout.
+func noteBound(ep endpoint, a *allocation) {
+	c, ok := ep.c.(*wsConn)
+	if !ok {
+		return
+	}
+	for {
+		cur := c.idle.Load()
+		if int64(a.idle) <= cur || c.idle.CompareAndSwap(cur, int64(a.idle)) {
+			return
+		}
+	}
 }
 
 func (c *wsConn) kind() string { return "ws" }
@@ -151,7 +171,7 @@ func (c *wsConn) readLoop() {
 	var ctl [ws.MaxControlFramePayloadSize]byte
 	frags := 0
 	for {
-		_ = c.nc.SetReadDeadline(time.Now().Add(s.cfg.WSIdleTimeout))
+		_ = c.nc.SetReadDeadline(time.Now().Add(max(s.cfg.WSIdleTimeout, time.Duration(c.idle.Load()))))
 		h, err := ws.ReadHeader(br)
 		if err != nil {
 			return

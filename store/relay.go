@@ -43,6 +43,13 @@ type RelayAllocation struct {
 	ExpiresAt      time.Time `json:"expires_at"`
 	// QuotaKeys are its quota marks ([DB.AddRelayQuota]), purged with it.
 	QuotaKeys []string `json:"quota_keys,omitempty"`
+	// IdleTimeoutSeconds is the idle timeout its blob carries; 0: the
+	// relay node's.
+	IdleTimeoutSeconds int `json:"idle_timeout_seconds,omitempty"`
+	// HostMigration: a host that opted in to host migration; its join
+	// code outlives it by MigrationGrace (store/relaymigrate.go).
+	HostMigration  bool          `json:"host_migration,omitempty"`
+	MigrationGrace time.Duration `json:"migration_grace,omitempty"`
 }
 
 // RelayJoinCode is a live join code, keyed by the code in upper case.
@@ -54,6 +61,17 @@ type RelayJoinCode struct {
 	Region           string    `json:"region"`
 	ExpiresAt        time.Time `json:"expires_at"` // the host's blob's expiry
 	CreatedAt        time.Time `json:"created_at"`
+	// Owner is the principal that created the code (its host's owner);
+	// only it may revoke the code.
+	Owner string `json:"owner,omitempty"`
+	// Migration, HeldUntil and Joins serve host migration
+	// (store/relaymigrate.go): Migration is the host's opt-in; a non-zero
+	// HeldUntil means the host is gone and the code is held for a claim
+	// until then; Joins are the allocations that joined with the code
+	// while its host was alive, the newest MaxRelayJoinsKept.
+	Migration bool        `json:"migration,omitempty"`
+	HeldUntil time.Time   `json:"held_until,omitzero"`
+	Joins     []RelayJoin `json:"joins,omitempty"`
 }
 
 // RelayAPIKey is a per-project relay API key. Only the SHA-256 of the
@@ -113,6 +131,7 @@ func (db *DB) RelayJoinCode(ctx context.Context, id string, newCode func() strin
 		err := create(ctx, db.relay.codes, "relay join code", code, &RelayJoinCode{
 			Code: code, HostAllocationID: a.AllocationID, NodeID: a.NodeID, BootEpoch: a.BootEpoch,
 			Region: a.Region, ExpiresAt: a.ExpiresAt, CreatedAt: db.cfg.Now().UTC(),
+			Owner: a.Owner, Migration: a.HostMigration,
 		})
 		if err == nil {
 			break
@@ -154,8 +173,9 @@ func (db *DB) DeleteRelayJoinCode(ctx context.Context, code string) error {
 }
 
 // ReleaseRelayAllocation forgets the allocation id (32 hex) and kills its
-// join code, as the relay node reports a release. Releasing a missing
-// allocation is not an error.
+// join code, as the relay node reports a release; the code of a host that
+// opted in to host migration is held instead ([DB.HoldRelayJoinCode]).
+// Releasing a missing allocation is not an error.
 func (db *DB) ReleaseRelayAllocation(ctx context.Context, id string) error {
 	a, err := db.GetRelayAllocation(ctx, id)
 	if isNotFound(err) {
@@ -164,15 +184,26 @@ func (db *DB) ReleaseRelayAllocation(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if a.JoinCode != "" {
-		if err := purge(ctx, db.relay.codes, "relay join code", a.JoinCode); err != nil {
+	// A held code is held before its host's record goes (a join that
+	// finds the record gone must find the code held, or it deletes it);
+	// a dying code goes after (a join refused for a dead code finds the
+	// record gone).
+	held := a.JoinCode != "" && a.migrates()
+	if held {
+		if err := db.holdCode(ctx, a); err != nil {
 			return err
 		}
 	}
 	if err := db.DropRelayQuota(ctx, a.QuotaKeys); err != nil {
 		return err
 	}
-	return purge(ctx, db.relay.allocs, "relay allocation", id)
+	if err := purge(ctx, db.relay.allocs, "relay allocation", id); err != nil {
+		return err
+	}
+	if a.JoinCode != "" && !held {
+		return db.killCodeOf(ctx, a.JoinCode, a.AllocationID)
+	}
+	return nil
 }
 
 // CreateRelayAPIKey stores k under k.KeyID. It returns an error wrapping

@@ -23,7 +23,7 @@ const (
 	TransportWebSocket Transport = "ws"
 	// TransportDTLS: one relay message per DTLS 1.2 record, to the "dtls"
 	// endpoint, with the allocation's key as pre-shared key and its id as
-	// PSK identity (docs/protocol/relay.md §17).
+	// PSK identity (docs/protocol/relay.md §16).
 	TransportDTLS Transport = "dtls"
 )
 

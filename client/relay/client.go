@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
 
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/client/session"
@@ -85,6 +86,15 @@ type AllocateRequest struct {
 	// round-trip time, measured with QoS probes ([Client.MeasureRegions]);
 	// when none answers, the server's default.
 	Region string
+	// IdleTimeout, when not zero, asks the relay to keep the allocation
+	// through this much silence instead of its default (10 s), in whole
+	// seconds up to the deployment's cap (default 300 s; over it the call
+	// fails with ErrInvalidRequest). Switchboard only.
+	IdleTimeout time.Duration
+	// HostMigration opts the host in to host migration: when its
+	// allocation dies, a peer may take its join code over ([Client.Migrate]).
+	// Switchboard only.
+	HostMigration bool
 }
 
 // Allocate allocates a host's allocation (POST /relay/v1/allocate). It
@@ -101,7 +111,9 @@ func (c *Client) Allocate(ctx context.Context, req AllocateRequest) (*Allocation
 	}
 	n := req.MaxConnections
 	var out api.RelayResponse[api.RelayAllocationData]
-	if _, err := c.sc.Do(ctx, http.MethodPost, "/relay/v1/allocate", api.RelayAllocateRequest{MaxConnections: &n, Region: req.Region}, &out); err != nil {
+	body := api.RelayAllocateRequest{MaxConnections: &n, Region: req.Region,
+		IdleTimeoutSeconds: int((req.IdleTimeout + time.Second - 1) / time.Second), HostMigration: req.HostMigration}
+	if _, err := c.sc.Do(ctx, http.MethodPost, "/relay/v1/allocate", body, &out); err != nil {
 		return nil, fmt.Errorf("relay: allocate: %w", err)
 	}
 	return newAllocation(&out.Data.Allocation)

@@ -105,6 +105,9 @@ type Config struct {
 	// udpAddr replaces the address of UDP endpoints (tests: a proxy in
 	// front of the relay node); set through export_test.go.
 	udpAddr string
+	// wsAddr replaces the host:port of WebSocket endpoints (tests: a TCP
+	// proxy); set through export_test.go.
+	wsAddr string
 	// noPeerEvents makes a host not subscribe to peer events, as with a
 	// relay without them (tests of the fallback); set through
 	// export_test.go.

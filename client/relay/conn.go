@@ -78,8 +78,7 @@ type Conn struct {
 	transport Transport
 	ep        api.RelayServerEndpoint
 	dial      dialFunc
-	host      AllocationID // the host's id; zero for a host
-	subscribe bool         // a host: asks for peer events
+	subscribe bool // a host: asks for peer events
 
 	car      atomic.Pointer[carrierRef] // the current carrier
 	lastRecv atomic.Int64               // time of the last message from the relay, Unix ns
@@ -103,15 +102,17 @@ type Conn struct {
 	sendMu  sync.Mutex // serializes writes to the carrier
 	sendBuf []byte     // guarded by sendMu
 
+	closeOnce sync.Once
+
 	mu         sync.Mutex // guards the fields below
-	nonce      uint16
+	nonce      uint16     // the last nonce the node accepted
 	peers      map[AllocationID]struct{}
-	subAcked   bool
-	subTries   int
+	subAcked   bool  // the node acknowledged PEERS_SUBSCRIBE
+	subTries   int   // PEERS_SUBSCRIBEs sent since the last (re-)bind
 	err        error // why the Conn ended; set once by end
-	closeOnce  sync.Once
 	stats      Stats
-	connecting bool // a joiner waits for ACCEPTED: ERROR 5 means "retry"
+	connecting bool         // a joiner waits for ACCEPTED: ERROR 5 means "retry"
+	host       AllocationID // a joiner's host, from ACCEPTED; zero for a host
 }
 
 type carrierRef struct{ c carrier }
@@ -143,17 +144,9 @@ func (c *Client) Dial(ctx context.Context, a *Allocation) (*Conn, error) {
 	}
 	conn.log = c.cfg.Logger.With("allocation", a.ID.String(), "transport", string(conn.transport))
 	conn.sendBuf = make([]byte, 0, relaywire.RelayHeaderSize+c.cfg.MaxPayload)
-	if !a.IsHost() {
-		hc, err := relaywire.NewConnectionData(a.HostConnectionData)
-		if err != nil {
-			return nil, err
-		}
-		// The host's id is in its sealed blob, which only the relay opens;
-		// ACCEPTED tells it (from = host).
-		_ = hc
-	} else {
-		conn.subscribe = !c.cfg.noPeerEvents
-	}
+	// A joiner learns its host's id from ACCEPTED (from = host): the
+	// host's blob is sealed for the relay. A host asks for peer events.
+	conn.subscribe = a.IsHost() && !c.cfg.noPeerEvents
 	conn.lastRecv.Store(time.Now().UnixNano())
 	car, err := conn.dialCarrier(ctx)
 	if err != nil {

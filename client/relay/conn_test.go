@@ -97,3 +97,42 @@ func TestHostWithoutPeerEvents(t *testing.T) {
 		t.Fatalf("disconnected event for %s", ev.Peer)
 	}
 }
+
+// TestMixedCarriers: one allocation, a host on WebSocket and two peers,
+// one on UDP and one on WebSocket: the host reaches both and hears both.
+func TestMixedCarriers(t *testing.T) {
+	s := startStack(t)
+	ctx := ctxT(t)
+	host, err := s.client(t, "host", &relay.Config{Transport: relay.TransportWebSocket}).Host(ctx, relay.AllocateRequest{MaxConnections: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	peers := map[relay.AllocationID]*relay.Conn{}
+	for _, tr := range []relay.Transport{relay.TransportUDP, relay.TransportWebSocket} {
+		p, err := s.client(t, "peer-"+string(tr), &relay.Config{Transport: tr}).Join(ctx, host.JoinCode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		if got := p.Transport(); got != tr {
+			t.Fatalf("transport %s, want %s", got, tr)
+		}
+		peers[p.ID()] = p
+		waitEvent(t, host, relay.EventPeerConnected)
+	}
+	for id, p := range peers {
+		if err := host.Send(ctx, id, []byte("to "+string(p.Transport()))); err != nil {
+			t.Fatal(err)
+		}
+		if msg, from := recv(t, p); msg != "to "+string(p.Transport()) || from != host.ID() {
+			t.Fatalf("%s peer got %q from %s", p.Transport(), msg, from)
+		}
+		if err := p.Send(ctx, host.ID(), []byte("from "+string(p.Transport()))); err != nil {
+			t.Fatal(err)
+		}
+		if msg, from := recv(t, host); msg != "from "+string(p.Transport()) || from != id {
+			t.Fatalf("host got %q from %s, want from the %s peer %s", msg, from, p.Transport(), id)
+		}
+	}
+}

@@ -18,7 +18,7 @@ import (
 	"github.com/switchboardgg/switchboard/protocol/relaywire"
 )
 
-// dtlsCarrier is the DTLS carrier (docs/protocol/relay.md §17): a
+// dtlsCarrier is the DTLS carrier (docs/protocol/relay.md §16): a
 // connected UDP socket, so the kernel drops datagrams from any address but
 // the relay node's, under a pion/dtls client authenticated by the
 // allocation's key (PSK) and id (PSK identity, its 16 bytes as Unity

@@ -144,3 +144,22 @@ var (
 func problem(code int, text string) *session.Match {
 	return &session.Match{ProblemCode: code, Text: "relay: " + text}
 }
+
+var problems = []error{
+	ErrInvalidRequest, ErrRegionNotFound, ErrAllocationNotFound, ErrJoinCodeNotFound, ErrNoSuitableRelay,
+	ErrInvalidArgument, ErrUnauthenticated, ErrForbidden, ErrEntityNotFound, ErrMethodNotAllowed,
+	ErrRateLimited, ErrQuotaExceeded, ErrInternal, ErrServiceUnavailable,
+	ErrJoinCodeTaken, ErrJoinCodeMigrating, ErrJoinCodeNotHeld, // migrate.go
+}
+
+// ProblemName returns what a relay API error code means ("join code not
+// found" for 15009), or "error <code>" for a code this version does not
+// know.
+func ProblemName(code int) string {
+	for _, p := range problems {
+		if m := p.(*session.Match); m.ProblemCode == code {
+			return m.Text[len("relay: "):]
+		}
+	}
+	return fmt.Sprintf("error %d", code)
+}

@@ -46,6 +46,8 @@ var problemSentinels = map[int]error{
 	api.RelayCodeEntityNotFound: relay.ErrEntityNotFound, api.RelayCodeMethodNotAllowed: relay.ErrMethodNotAllowed,
 	api.RelayCodeRateLimited: relay.ErrRateLimited, api.RelayCodeQuotaExceeded: relay.ErrQuotaExceeded,
 	api.RelayCodeInternal: relay.ErrInternal, api.RelayCodeServiceUnavailable: relay.ErrServiceUnavailable,
+	api.RelayCodeJoinCodeTaken: relay.ErrJoinCodeTaken, api.RelayCodeJoinCodeMigrating: relay.ErrJoinCodeMigrating,
+	api.RelayCodeJoinCodeNotHeld: relay.ErrJoinCodeNotHeld,
 }
 
 // TestProblemSentinels: a problem-JSON answer of every relay API code
@@ -65,6 +67,15 @@ func TestProblemSentinels(t *testing.T) {
 		if !errors.Is(e, want) {
 			t.Errorf("code %d does not match %v", code, want)
 		}
+		if name := relay.ProblemName(code); "relay: "+name != want.Error() {
+			t.Errorf("ProblemName(%d) = %q, want the sentinel's %q", code, name, want)
+		}
+	}
+}
+
+func TestProblemNameUnknown(t *testing.T) {
+	if got := relay.ProblemName(15999); got != "error 15999" {
+		t.Fatalf("ProblemName(15999) = %q", got)
 	}
 }
 
@@ -174,6 +185,23 @@ func TestErrorPaths(t *testing.T) {
 			<-p.Done()
 			return p.Err()
 		}, []error{relay.ErrHostGone}},
+		{"the host disconnects the peer", func(t *testing.T) error {
+			h := newHost(t, 1)
+			p, err := bob.Join(ctx, h.JoinCode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			waitEvent(t, h, relay.EventPeerConnected)
+			if err := h.Disconnect(ctx, p.ID()); err != nil {
+				t.Fatal(err)
+			}
+			<-p.Done()
+			if len(h.Peers()) != 0 {
+				t.Errorf("host's peers after Disconnect: %v", h.Peers())
+			}
+			return p.Err()
+		}, []error{relay.ErrHostGone}},
 		{"the join code dies with its host", func(t *testing.T) error {
 			h := newHost(t, 1)
 			h.Close()
@@ -278,7 +306,8 @@ func deadUDP(t *testing.T) api.RelayServerEndpoint {
 
 // TestTimedOut: an allocation silent past the relay node's idle timeout
 // (10 s) is released and told so (ERROR 1); the Conn ends with
-// ErrTimedOut and the host sees the peer leave.
+// ErrTimedOut and the host sees the peer leave. The host, kept alive by
+// its PINGs, lives on.
 func TestTimedOut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for the relay's 10 s idle timeout")
@@ -308,4 +337,15 @@ func TestTimedOut(t *testing.T) {
 	if err := peer.Send(context.Background(), host.ID(), []byte("still there?")); !errors.Is(err, relay.ErrClosed) {
 		t.Fatalf("send after the timeout: %v, want ErrClosed", err)
 	}
+	// The host, as silent but for its keep-alive PINGs, outlived the same
+	// 10 s: a new peer joins and talks to it.
+	if err := host.Err(); err != nil {
+		t.Fatalf("host ended: %v", err)
+	}
+	again, err := s.client(t, "carol", nil).Join(ctx, host.JoinCode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	flows(t, again, host, host.ID())
 }

@@ -11,3 +11,7 @@ func DisablePeerEvents(cfg *Config) { cfg.noPeerEvents = true }
 // AddPeer puts id in c's peer set, as if it had connected (to make the
 // relay node answer a RELAY to a stranger with ERROR 5).
 func AddPeer(c *Conn, id AllocationID) { c.addPeer(id) }
+
+// SetWSAddr makes the Conns of cfg dial addr (host:port) instead of the
+// WebSocket endpoint the API gave (a TCP proxy in front of the relay).
+func SetWSAddr(cfg *Config, addr string) { cfg.wsAddr = addr }

@@ -38,6 +38,10 @@ func (c *Conn) bind(ctx context.Context, nonce uint16) error {
 			c.mu.Lock()
 			c.nonce = nonce
 			c.mu.Unlock()
+			select {
+			case <-c.mismatch: // answers to messages sent before the bind
+			default:
+			}
 			return nil
 		case <-c.mismatch:
 			nonce++
@@ -164,6 +168,15 @@ func (c *Conn) sendSubscribe() {
 func (c *Conn) reconnect(redial bool, cause error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ReconnectTimeout)
 	defer cancel()
+	c.wg.Add(1) // the keeper holds the group open: Add is safe
+	go func() { // Close stops a dial in progress
+		defer c.wg.Done()
+		select {
+		case <-c.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	c.log.Debug("relay: re-binding", "cause", cause, "new_carrier", redial)
 	backoff := 100 * time.Millisecond
 	for {

@@ -27,7 +27,7 @@ type stack struct {
 	hc *http.Client
 }
 
-func startStack(t *testing.T) *stack {
+func startStack(t testing.TB) *stack {
 	t.Helper()
 	s, err := teststack.Start(t.Context(), t.TempDir(), teststack.Config{Relay: true})
 	if err != nil {
@@ -41,7 +41,7 @@ func startStack(t *testing.T) *stack {
 
 // client logs username in and returns a relay client with cfg (nil: a
 // fast test config) on transport.
-func (s *stack) client(t *testing.T, username string, cfg *relay.Config) *relay.Client {
+func (s *stack) client(t testing.TB, username string, cfg *relay.Config) *relay.Client {
 	t.Helper()
 	tok, err := s.Backend.CreateAuthToken(t.Context(), username, 0)
 	if err != nil {
@@ -61,7 +61,7 @@ func (s *stack) client(t *testing.T, username string, cfg *relay.Config) *relay.
 	return relay.New(sc, cfg)
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -87,7 +87,7 @@ func waitEvent(t *testing.T, c *relay.Conn, typ relay.EventType) relay.Event {
 }
 
 // recv returns the next message of c.
-func recv(t *testing.T, c *relay.Conn) (string, relay.AllocationID) {
+func recv(t testing.TB, c *relay.Conn) (string, relay.AllocationID) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()

@@ -137,7 +137,7 @@ func (c *Client) MeasureRegions(ctx context.Context) ([]RegionRTT, error) {
 			continue
 		}
 		i := int(binary.LittleEndian.Uint16(buf[3:]))
-		if i >= len(targets) || targets[i].addr.Port() != from.Port() {
+		if i >= len(targets) || targets[i].addr.Port() != from.Port() || targets[i].addr.Addr().Unmap() != from.Addr().Unmap() {
 			continue
 		}
 		rtt := time.Since(start) - time.Duration(binary.LittleEndian.Uint64(buf[5:]))

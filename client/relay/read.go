@@ -60,12 +60,12 @@ func (c *Conn) handle(b []byte, rm *relaywire.Relay) {
 			return
 		}
 		c.mu.Lock()
-		first := c.host.IsZero()
-		if first {
+		if c.host.IsZero() {
 			c.host = m.From
 		}
+		ours := m.From == c.host
 		c.mu.Unlock()
-		if first || m.From == c.host {
+		if ours {
 			select {
 			case c.connected <- nil:
 			default:
@@ -180,6 +180,9 @@ func (c *Conn) onDisconnect(from AllocationID) {
 	if c.removePeer(from) {
 		c.emit(Event{Type: EventPeerDisconnected, Peer: from})
 	}
+	// Release the allocation too: when the host only disconnected this
+	// peer, it would otherwise live on until the relay's idle timeout.
+	c.sendClose()
 	c.end(ErrHostGone)
 	c.closeCarrier()
 }

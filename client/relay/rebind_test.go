@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/switchboardgg/switchboard/client/relay"
+	"github.com/switchboardgg/switchboard/internal/faultproxy"
 	"github.com/switchboardgg/switchboard/internal/impair"
 )
 
@@ -36,7 +39,7 @@ func (s *stack) proxy(t *testing.T) (*impair.Proxy, string) {
 
 // connectedPair returns a host made with hostCfg and a joiner connected
 // to it, each having heard the other.
-func connectedPair(t *testing.T, s *stack, hostCfg, joinCfg *relay.Config) (host, peer *relay.Conn) {
+func connectedPair(t testing.TB, s *stack, hostCfg, joinCfg *relay.Config) (host, peer *relay.Conn) {
 	t.Helper()
 	ctx := ctxT(t)
 	host, err := s.client(t, "host", hostCfg).Host(ctx, relay.AllocateRequest{MaxConnections: 4})
@@ -124,5 +127,55 @@ func TestRebindNewSocket(t *testing.T) {
 				t.Fatalf("stats %+v", st)
 			}
 		})
+	}
+}
+
+// TestCarrierLost: the joiner's WebSocket goes through a TCP proxy that
+// severs it, then stalls it. Either way the Conn opens a new connection
+// and re-binds there (a severed one at once, a silent one after
+// Config.DeadAfter), and the session goes on.
+func TestCarrierLost(t *testing.T) {
+	s := startStack(t)
+	u, err := url.Parse(s.RelayWS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp, err := faultproxy.New(faultproxy.Config{Target: u.Host, Logger: discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- fp.Serve(ln) }()
+	t.Cleanup(func() {
+		fp.Close()
+		<-served
+	})
+	cfg := &relay.Config{Transport: relay.TransportWebSocket, KeepAlive: 200 * time.Millisecond, DeadAfter: time.Second}
+	relay.SetWSAddr(cfg, ln.Addr().String())
+	host, peer := connectedPair(t, s, nil, cfg)
+
+	if n := fp.SeverAll(); n != 1 {
+		t.Fatalf("severed %d connections, want 1", n)
+	}
+	ev := waitEvent(t, peer, relay.EventRebound)
+	if !strings.Contains(ev.Err.Error(), "carrier broke") {
+		t.Fatalf("re-bound because %v", ev.Err)
+	}
+	flows(t, peer, host, host.ID())
+	flows(t, host, peer, peer.ID())
+
+	fp.StallAll(faultproxy.Both, time.Hour)
+	ev = waitEvent(t, peer, relay.EventRebound)
+	if !strings.Contains(ev.Err.Error(), "no answer from the relay node") {
+		t.Fatalf("re-bound because %v", ev.Err)
+	}
+	flows(t, peer, host, host.ID())
+	flows(t, host, peer, peer.ID())
+	if st := peer.Stats(); st.Rebinds != 2 {
+		t.Fatalf("stats %+v, want 2 re-binds", st)
 	}
 }

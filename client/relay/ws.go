@@ -41,6 +41,9 @@ func dialWS(ctx context.Context, ep api.RelayServerEndpoint, _ *Allocation, cfg 
 		scheme = "wss"
 	}
 	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port)), Path: "/"}
+	if cfg.wsAddr != "" {
+		u.Host = cfg.wsAddr
+	}
 	d := ws.Dialer{Timeout: cfg.DialTimeout, TLSConfig: cfg.TLSConfig}
 	nc, br, _, err := d.Dial(ctx, u.String())
 	if err != nil {

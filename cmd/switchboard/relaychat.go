@@ -35,7 +35,7 @@ func (f *relayClientFlags) register(cmd *cobra.Command, transport bool) {
 		for _, t := range relay.Transports() {
 			names = append(names, string(t))
 		}
-		fl.StringVar(&f.transport, "transport", string(relay.DefaultTransport), "the carrier to the relay node: "+strings.Join(names, ", "))
+		fl.StringVar(&f.transport, "transport", string(relay.DefaultTransport), "the `CARRIER` to the relay node: "+strings.Join(names, ", "))
 	}
 }
 
@@ -110,11 +110,11 @@ allocation is lost or the relay cannot be reached.`,
 			}
 			c, err := rc.Host(ctx, relay.AllocateRequest{MaxConnections: maxCon, Region: region})
 			if err != nil {
-				return fmt.Errorf("relay host: %w", err)
+				return fmt.Errorf("relay host: %w", describeRelay(err))
 			}
 			defer c.Close()
 			ep := c.Endpoint()
-			fmt.Fprintf(cmd.ErrOrStderr(), "join code %s (region %s, %s %s)\n", c.JoinCode(), c.Region(), ep.ConnectionType, hostPort(ep.Host, ep.Port))
+			fmt.Fprintf(cmd.ErrOrStderr(), "join code %s (%s%s %s)\n", c.JoinCode(), regionOf(c), ep.ConnectionType, hostPort(ep.Host, ep.Port))
 			if err := relayPipe(ctx, c, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
 				return fmt.Errorf("relay host: %w", err)
 			}
@@ -136,7 +136,9 @@ func newRelayJoinCmd() *cobra.Command {
 		Long: `join logs in, joins the host's allocation with CODE (what 'switchboard relay
 host' printed) and connects to the host through its relay node. Each line
 typed (stdin) goes to the host; what the host sends is written to stdout as
-it came. A line on stderr says when the connection to the host is made.
+it came. A line on stderr says when the connection to the host is made, and
+when the host leaves. join first sends the host an empty message, so that a
+host on a relay node without peer events learns of it at once.
 
 join exits 0 at end of input or on Ctrl-C (leaving: the host sees the peer
 leave), and non-zero with the reason when the code is unknown, the host is
@@ -155,7 +157,10 @@ full or leaves, or the relay cannot be reached.`,
 			}
 			defer c.Close()
 			ep := c.Endpoint()
-			fmt.Fprintf(cmd.ErrOrStderr(), "joined %s (region %s, %s %s) as peer %s\n", strings.ToUpper(args[0]), c.Region(), ep.ConnectionType, hostPort(ep.Host, ep.Port), c.ID())
+			fmt.Fprintf(cmd.ErrOrStderr(), "joined %s (%s%s %s) as peer %s\n", strings.ToUpper(args[0]), regionOf(c), ep.ConnectionType, hostPort(ep.Host, ep.Port), c.ID())
+			// An empty message tells a host on a relay node without peer
+			// events that this peer is here (it writes nothing).
+			_ = c.Send(ctx, c.HostID(), nil)
 			if err := relayPipe(ctx, c, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
 				return fmt.Errorf("relay join: %w", err)
 			}
@@ -181,11 +186,10 @@ func newRelayRegionsCmd() *cobra.Command {
 			}
 			rtts, err := rc.MeasureRegions(ctx)
 			if errors.Is(err, relay.ErrNoQoSServer) {
-				fmt.Fprintln(cmd.ErrOrStderr(), "no relay region: no healthy relay node is registered")
-				return nil
+				return errors.New("relay regions: no relay region: no healthy relay node is registered")
 			}
 			if err != nil {
-				return fmt.Errorf("relay regions: %w", err)
+				return fmt.Errorf("relay regions: %w", describeRelay(err))
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "REGION\tRTT\tANSWERED")
@@ -194,7 +198,7 @@ func newRelayRegionsCmd() *cobra.Command {
 				if r.Reachable() {
 					rtt = r.RTT.Round(10 * time.Microsecond).String()
 				}
-				fmt.Fprintf(w, "%s\t%s\t%d/%d\n", r.Region, rtt, r.Answered, r.Endpoints)
+				fmt.Fprintf(w, "%s\t%s\t%d/%d\n", orDash(r.Region), rtt, r.Answered, r.Endpoints)
 			}
 			return w.Flush()
 		},
@@ -317,17 +321,39 @@ func connEnded(err error) error {
 	return describeRelay(err)
 }
 
-// describeRelay adds what to do to the errors people meet.
+// describeRelay names the relay API's error codes and adds what to do to
+// the errors people meet.
 func describeRelay(err error) error {
+	var ae *session.APIError
+	if errors.As(err, &ae) && ae.ProblemCode != 0 {
+		err = &describedError{fmt.Sprintf("%s: %s (%s %s, code %d)", relay.ProblemName(ae.ProblemCode), ae.Message, ae.Method, ae.Path, ae.ProblemCode), err}
+	}
 	switch {
 	case errors.Is(err, relay.ErrJoinCodeNotFound):
-		return fmt.Errorf("no live allocation has this join code (mistyped, or the host left): %w", err)
+		return fmt.Errorf("mistyped, or the host left: %w", err)
 	case errors.Is(err, relay.ErrHostGone):
 		return fmt.Errorf("the host left: %w", err)
 	case errors.Is(err, relay.ErrRejected):
 		return fmt.Errorf("the host is full: %w", err)
 	}
 	return err
+}
+
+// describedError is err said for people.
+type describedError struct {
+	msg string
+	err error
+}
+
+func (e *describedError) Error() string { return e.msg }
+func (e *describedError) Unwrap() error { return e.err }
+
+// regionOf returns "region R, ", or "" for a relay node without a region.
+func regionOf(c *relay.Conn) string {
+	if c.Region() == "" {
+		return ""
+	}
+	return "region " + c.Region() + ", "
 }
 
 func hostPort(host string, port int) string {

@@ -84,6 +84,8 @@ func addRelayAPIFlags(f *pflag.FlagSet, o *systemOptions) {
 	f.IntVar(&c.MaxAllocationsPerAddress, "relay-max-allocations-per-address", relayapi.DefaultMaxAllocationsPerAddress, "live relay allocations one source address may hold, whatever the credentials; negative turns the limit off")
 	f.IntVar(&c.JoinCodeLength, "relay-join-code-length", relayapi.DefaultJoinCodeLength, "length of new join codes, 6 to 12")
 	f.DurationVar(&c.AllocationTTL, "relay-allocation-ttl", relayapi.DefaultAllocationTTL, "how long an allocation's connection data stays valid (a client may re-bind until then)")
+	f.DurationVar(&c.MaxIdleTimeout, "relay-max-idle-timeout", relayapi.DefaultMaxIdleTimeout, "the longest idleTimeoutSeconds an allocate or join may ask for (whole seconds, at most 65535s); negative refuses any")
+	f.DurationVar(&c.MigrationGrace, "relay-migration-grace", relayapi.DefaultMigrationGrace, "how long the join code of a dead host that opted in to host migration is held for a peer to take over (at most 10m)")
 }
 
 // resolveRelay reads the relay secret, trusted networks and Unity keys

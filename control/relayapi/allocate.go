@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
@@ -43,20 +44,44 @@ func (s *Server) allocate(ctx context.Context, c *call) (int, any, error) {
 	if len(req.Region) > api.RelayMaxRegionLen {
 		return 0, nil, invalid("region is longer than %d bytes", api.RelayMaxRegionLen)
 	}
+	if err := s.checkIdle(req.IdleTimeoutSeconds); err != nil {
+		return 0, nil, err
+	}
 	n, err := s.pickNode(ctx, req.Region)
 	if err != nil {
 		return 0, nil, err
 	}
-	a, blob, err := s.newAllocation(ctx, c, n, nil, *req.MaxConnections)
+	a, blob, err := s.newAllocation(ctx, c, n, nil, allocOptions{
+		maxConns: *req.MaxConnections, idle: req.IdleTimeoutSeconds, migrate: req.HostMigration})
 	if err != nil {
 		return 0, nil, err
 	}
 	return http.StatusCreated, &api.RelayAllocationData{Allocation: s.answer(a, blob, n, nil)}, nil
 }
 
+// checkIdle checks an idleTimeoutSeconds against Config.MaxIdleTimeout.
+func (s *Server) checkIdle(sec int) error {
+	max := int(s.cfg.MaxIdleTimeout / time.Second)
+	if sec < 0 || sec > max {
+		if max <= 0 {
+			return invalid("idleTimeoutSeconds is not allowed by this deployment")
+		}
+		return invalid("idleTimeoutSeconds must be 0 (the relay's) to %d", max)
+	}
+	return nil
+}
+
+// allocOptions are what a request asks of a new allocation.
+type allocOptions struct {
+	maxConns int  // a host's peer cap; 0 for a joiner
+	idle     int  // idle timeout override, seconds; 0: the node's
+	migrate  bool // a host that opted in to host migration
+}
+
 // newAllocation seals and stores a new allocation on node n; host is the
 // host's allocation for a joiner.
-func (s *Server) newAllocation(ctx context.Context, c *call, n *store.Node, host *store.RelayAllocation, maxConns int) (*store.RelayAllocation, []byte, error) {
+func (s *Server) newAllocation(ctx context.Context, c *call, n *store.Node, host *store.RelayAllocation, o allocOptions) (*store.RelayAllocation, []byte, error) {
+	maxConns := o.maxConns
 	// The id names the secret its key derives from: a DTLS client names
 	// its allocation by id alone (docs/protocol/relay.md §14).
 	id, err := s.keys.NewAllocationID(s.cfg.Rand)
@@ -72,6 +97,7 @@ func (s *Server) newAllocation(ctx context.Context, c *call, n *store.Node, host
 		Expires:        now.Add(s.cfg.AllocationTTL),
 		Region:         n.Region,
 		MaxConnections: uint16(maxConns),
+		IdleTimeout:    time.Duration(o.idle) * time.Second,
 	}
 	a := &store.RelayAllocation{
 		AllocationID:   hex.EncodeToString(id[:]),
@@ -82,6 +108,11 @@ func (s *Server) newAllocation(ctx context.Context, c *call, n *store.Node, host
 		MaxConnections: maxConns,
 		CreatedAt:      now,
 		ExpiresAt:      conn.Expires,
+
+		IdleTimeoutSeconds: o.idle,
+	}
+	if o.migrate && host == nil {
+		a.HostMigration, a.MigrationGrace = true, s.cfg.MigrationGrace
 	}
 	if host != nil {
 		hid, _ := hex.DecodeString(host.AllocationID)
@@ -273,6 +304,12 @@ func (s *Server) joinCode(ctx context.Context, c *call) (int, any, error) {
 	if !ok {
 		return 0, nil, invalid("allocationId must be a UUID")
 	}
+	switch {
+	case req.JoinCode != "" && req.PreviousAllocationID != "":
+		return s.claimJoinCode(ctx, c, id, &req)
+	case req.JoinCode != "" || req.PreviousAllocationID != "":
+		return 0, nil, invalid("joinCode and previousAllocationId go together (a host migration claim)")
+	}
 	hexID := hex.EncodeToString(id[:])
 	errNotFound := notFound(api.RelayCodeAllocationNotFound, "no such allocation")
 	code, err := s.db.RelayJoinCode(ctx, hexID, s.newCode, func(a *store.RelayAllocation) error {
@@ -338,6 +375,9 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 	if err := decode(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {
 		return 0, nil, err
 	}
+	if err := s.checkIdle(req.IdleTimeoutSeconds); err != nil {
+		return 0, nil, err
+	}
 	errNotFound := notFound(api.RelayCodeJoinCodeNotFound, "no such join code")
 	code, ok := normalizeCode(req.JoinCode)
 	if !ok {
@@ -346,37 +386,73 @@ func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
 		}
 		return 0, nil, errNotFound
 	}
-	jc, err := s.db.GetRelayJoinCode(ctx, code)
-	if errors.Is(err, store.ErrNotFound) {
-		return 0, nil, errNotFound
-	}
+	jc, host, n, err := s.liveCode(ctx, code, c.now)
 	if err != nil {
 		return 0, nil, err
 	}
-	host, err := s.db.GetRelayAllocation(ctx, jc.HostAllocationID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return 0, nil, err
-	}
-	var n *store.Node
-	if host != nil && host.JoinCode == code && c.now.Before(host.ExpiresAt) {
-		if n, err = s.liveNode(ctx, jc.NodeID, jc.BootEpoch); err != nil {
-			return 0, nil, err
-		}
-	}
 	if n == nil {
-		// The host was released, or its node stopped or restarted.
-		if err := s.db.DeleteRelayJoinCode(ctx, code); err != nil {
-			s.log.Warn("relay join code not deleted", "err", err)
-		}
-		return 0, nil, errNotFound
+		return 0, nil, errMigrating
 	}
 	// A joiner's allocation is on its host's node (the seed's step 11),
 	// draining or not: the host's session is served there until it ends.
-	a, blob, err := s.newAllocation(ctx, c, n, host, 0)
+	a, blob, err := s.newAllocation(ctx, c, n, host, allocOptions{idle: req.IdleTimeoutSeconds})
 	if err != nil {
 		return 0, nil, err
 	}
+	if jc.Migration {
+		// A claim after the host's death needs the join on record.
+		if err := s.db.RecordRelayJoin(ctx, code, a.AllocationID, c.who.owner); err != nil {
+			return 0, nil, err
+		}
+	}
 	return http.StatusOK, &api.RelayAllocationData{Allocation: s.answer(a, blob, n, host)}, nil
+}
+
+var errMigrating = &problem{status: http.StatusConflict, code: api.RelayCodeJoinCodeMigrating,
+	detail: "the host of this join code is gone and a peer may take it over; join again shortly"}
+
+// liveCode returns the record of join code (upper case) and, while its
+// host lives, the host's allocation and node; host and node are nil while
+// the code is held for a claim (host migration). It fails with the 404 of
+// an unknown code, and deletes the code of a host that was released (and
+// not migrating), whose node stopped or restarted, or whose grace period
+// is over.
+func (s *Server) liveCode(ctx context.Context, code string, now time.Time) (*store.RelayJoinCode, *store.RelayAllocation, *store.Node, error) {
+	errNotFound := notFound(api.RelayCodeJoinCodeNotFound, "no such join code")
+	jc, err := s.db.GetRelayJoinCode(ctx, code)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, nil, errNotFound
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !jc.HeldUntil.IsZero() {
+		if now.Before(jc.HeldUntil) {
+			return jc, nil, nil, nil
+		}
+	} else {
+		host, err := s.db.GetRelayAllocation(ctx, jc.HostAllocationID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, nil, nil, err
+		}
+		// The host's record gets its code just after the code's record
+		// (made, or claimed): an empty one is not a sign of death.
+		var n *store.Node
+		if host != nil && (host.JoinCode == code || host.JoinCode == "") && now.Before(host.ExpiresAt) {
+			if n, err = s.liveNode(ctx, jc.NodeID, jc.BootEpoch); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+		if n != nil {
+			return jc, host, n, nil
+		}
+	}
+	// The host was released, its node stopped or restarted, or the grace
+	// period is over.
+	if err := s.db.DeleteStaleRelayJoinCode(ctx, code, jc.HostAllocationID, jc.HeldUntil); err != nil {
+		s.log.Warn("relay join code not deleted", "err", err)
+	}
+	return nil, nil, nil, errNotFound
 }
 
 // regions: GET /relay/v1/regions, the regions of healthy relay nodes.

@@ -47,6 +47,16 @@ const (
 	DefaultMaxRateLimitKeys = 10000
 	// DefaultProject is the project of an API key created without one.
 	DefaultProject = "default"
+	// DefaultMaxIdleTimeout caps an allocation's idleTimeoutSeconds.
+	DefaultMaxIdleTimeout = 300 * time.Second
+	// MaxIdleTimeoutLimit caps MaxIdleTimeout: the blob carries the idle
+	// timeout in 16 bits of seconds.
+	MaxIdleTimeoutLimit = 65535 * time.Second
+	// DefaultMigrationGrace is how long the join code of a host that opted
+	// in to host migration outlives it, for a peer to claim.
+	DefaultMigrationGrace = 10 * time.Second
+	// MaxMigrationGrace caps MigrationGrace.
+	MaxMigrationGrace = 10 * time.Minute
 )
 
 // ErrConfig is returned (wrapped) by [New] for an invalid Config.
@@ -91,6 +101,14 @@ type Config struct {
 	// RegionDescriptions are the descriptions GET /relay/v1/regions shows,
 	// by region id; a region without one is described by its id.
 	RegionDescriptions map[string]string
+	// MaxIdleTimeout caps the idleTimeoutSeconds of allocate and join
+	// (whole seconds, at most MaxIdleTimeoutLimit). Zero means
+	// DefaultMaxIdleTimeout; negative refuses any override.
+	MaxIdleTimeout time.Duration
+	// MigrationGrace is how long a dead host's join code is held for a
+	// claim, when the host opted in to host migration (at most
+	// MaxMigrationGrace). Zero means DefaultMigrationGrace.
+	MigrationGrace time.Duration
 	// AllocationTTL is the lifetime of connection data, at most
 	// MaxAllocationTTL. Zero means DefaultAllocationTTL.
 	AllocationTTL time.Duration

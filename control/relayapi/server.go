@@ -42,10 +42,11 @@ type route struct {
 
 // call is one request as a Unity-facing handler sees it.
 type call struct {
-	w   http.ResponseWriter
-	r   *http.Request
-	who principal
-	now time.Time
+	w     http.ResponseWriter
+	r     *http.Request
+	who   principal
+	now   time.Time
+	param string // the {code} of a path that ends in one
 }
 
 // New checks cfg and returns a Server. It starts nothing.
@@ -62,6 +63,18 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AllocationTTL > MaxAllocationTTL {
 		return nil, fmt.Errorf("relayapi: %w: AllocationTTL %s over %s (the store keeps relay records %s)", ErrConfig,
 			cfg.AllocationTTL, MaxAllocationTTL, store.DefaultRelayTTL)
+	}
+	if cfg.MaxIdleTimeout == 0 {
+		cfg.MaxIdleTimeout = DefaultMaxIdleTimeout
+	}
+	if cfg.MaxIdleTimeout > MaxIdleTimeoutLimit {
+		return nil, fmt.Errorf("relayapi: %w: MaxIdleTimeout %s over %s", ErrConfig, cfg.MaxIdleTimeout, MaxIdleTimeoutLimit)
+	}
+	if cfg.MigrationGrace == 0 {
+		cfg.MigrationGrace = DefaultMigrationGrace
+	}
+	if cfg.MigrationGrace < 0 || cfg.MigrationGrace > MaxMigrationGrace {
+		return nil, fmt.Errorf("relayapi: %w: MigrationGrace %s not in (0, %s]", ErrConfig, cfg.MigrationGrace, MaxMigrationGrace)
 	}
 	if cfg.JoinCodeLength == 0 {
 		cfg.JoinCodeLength = DefaultJoinCodeLength
@@ -136,6 +149,8 @@ func (s *Server) unityRoutes() []route {
 	return []route{
 		{"POST", "/relay/v1/allocate", s.allocate},
 		{"POST", "/relay/v1/joincode", s.joinCode},
+		{"GET", joinCodePath, s.joinCodeStatus},
+		{"DELETE", joinCodePath, s.revokeJoinCode},
 		{"POST", "/relay/v1/join", s.join},
 		{"GET", "/relay/v1/regions", s.regions},
 		{"GET", "/qos/v1/servers", s.qosServers},
@@ -174,6 +189,9 @@ func (s *Server) buildMux(routes []route) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		methods := byPath[r.URL.Path]
+		if rest, ok := strings.CutPrefix(r.URL.Path, joinCodePrefix); ok && rest != "" && !strings.Contains(rest, "/") {
+			methods = byPath[joinCodePath]
+		}
 		if h := methods[r.Method]; h != nil {
 			h.ServeHTTP(w, r)
 			return
@@ -212,6 +230,9 @@ func (s *Server) endpoint(rt route) http.Handler {
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 		defer cancel()
 		c := &call{w: w, r: r, now: s.cfg.Now()}
+		if p, ok := strings.CutSuffix(rt.path, "{code}"); ok {
+			c.param = strings.TrimPrefix(r.URL.Path, p)
+		}
 		var (
 			body any
 			err  error
@@ -236,6 +257,11 @@ func (s *Server) endpoint(rt route) http.Handler {
 			}
 			status = p.status
 			writeProblem(w, p)
+			return
+		}
+		if status == http.StatusNoContent {
+			w.Header().Set("Cache-Control", "no-store")
+			w.WriteHeader(status)
 			return
 		}
 		writeJSON(w, status, body)

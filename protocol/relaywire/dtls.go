@@ -2,7 +2,7 @@ package relaywire
 
 import "fmt"
 
-// DTLS carrier (docs/protocol/relay.md §17): the relay messages travel one
+// DTLS carrier (docs/protocol/relay.md §16): the relay messages travel one
 // per DTLS 1.2 record, authenticated by a pre-shared key. The PSK is the
 // allocation's 64-byte [Key]; the PSK identity names the allocation.
 
