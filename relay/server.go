@@ -44,6 +44,11 @@ type Server struct {
 	wsConns  map[*wsConn]struct{}
 
 	dtls dtlsTable // DTLS connections and handshakes; its own lock
+
+	// pskLen, when not 0, truncates DTLS pre-shared keys to this many
+	// bytes; set by export_test.go only, before serving (stock mbed TLS
+	// caps PSKs at 32 bytes).
+	pskLen int
 }
 
 // New checks cfg and returns a server; it starts no goroutines. It fails
