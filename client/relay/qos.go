@@ -169,14 +169,20 @@ func (c *Client) MeasureRegions(ctx context.Context) ([]RegionRTT, error) {
 	for _, name := range order {
 		out = append(out, *byRegion[name])
 	}
+	rankRegions(out)
+	return out, nil
+}
+
+// rankRegions sorts regions by RTT, fastest first, unreachable ones last
+// in their original order.
+func rankRegions(out []RegionRTT) {
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.Reachable() != b.Reachable() {
 			return a.Reachable()
 		}
-		return a.RTT < b.RTT
+		return a.Reachable() && a.RTT < b.RTT
 	})
-	return out, nil
 }
 
 func allAnswered(best []time.Duration) bool {

@@ -82,6 +82,7 @@ func newRelayHostCmd() *cobra.Command {
 		f      relayClientFlags
 		maxCon int
 		region string
+		idle   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "host",
@@ -108,7 +109,7 @@ allocation is lost or the relay cannot be reached.`,
 			if err != nil {
 				return fmt.Errorf("relay host: %w", err)
 			}
-			c, err := rc.Host(ctx, relay.AllocateRequest{MaxConnections: maxCon, Region: region})
+			c, err := rc.Host(ctx, relay.AllocateRequest{MaxConnections: maxCon, Region: region, IdleTimeout: idle})
 			if err != nil {
 				return fmt.Errorf("relay host: %w", describeRelay(err))
 			}
@@ -125,6 +126,7 @@ allocation is lost or the relay cannot be reached.`,
 	fl := cmd.Flags()
 	fl.IntVar(&maxCon, "max-connections", 4, "how many peers may join, 1 to 100")
 	fl.StringVar(&region, "region", "", "the relay `REGION` (default: the one with the lowest measured RTT; see 'relay regions')")
+	fl.DurationVar(&idle, "idle-timeout", 0, "how long the relay keeps the allocation through silence, whole seconds up to the deployment's cap (default: the relay's, 10s)")
 	return cmd
 }
 
