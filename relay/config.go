@@ -78,7 +78,7 @@ const (
 	// node; a ClientHello beyond it is dropped.
 	DefaultMaxDTLSHandshakes = 1024
 	// DefaultMaxDTLSHandshakesPerIP bounds the DTLS handshakes under way
-	// from one IP address.
+	// from one IPv4 address or IPv6 /64.
 	DefaultMaxDTLSHandshakesPerIP = 8
 	// DefaultMaxDTLSConnsPerAllocation bounds the DTLS connections past
 	// the handshake of one allocation (its PSK identity): one, and one

@@ -149,7 +149,7 @@ func (d *dtlsSocket) dispatch(ap netip.AddrPort, b []byte, src *sourceTable) {
 		s.m.drops[dropSourceRate].Inc()
 		return
 	}
-	ip := ap.Addr().Unmap()
+	ip := handshakeSource(ap)
 	t.mu.Lock()
 	switch {
 	case len(t.conns) >= s.cfg.MaxDTLSConns || t.hs >= s.cfg.MaxDTLSHandshakes ||
@@ -190,6 +190,18 @@ func (d *dtlsSocket) dispatch(ap netip.AddrPort, b []byte, src *sourceTable) {
 	go c.run()
 }
 
+// handshakeSource is what MaxDTLSHandshakesPerIP counts by: an IPv4
+// address, or an IPv6 /64 (what one host or subscriber gets, as the game
+// node counts its pending connections).
+func handshakeSource(ap netip.AddrPort) netip.Addr {
+	a := ap.Addr().Unmap()
+	if a.Is4() {
+		return a
+	}
+	p, _ := a.Prefix(64)
+	return p.Addr()
+}
+
 // isClientHello reports whether b starts with a DTLS handshake record of
 // epoch 0 whose first message is a ClientHello.
 func isClientHello(b []byte) bool {
@@ -207,7 +219,7 @@ type dtlsConn struct {
 	s    *Server
 	d    *dtlsSocket
 	ap   netip.AddrPort
-	ip   netip.Addr
+	ip   netip.Addr    // handshakeSource of ap
 	in   chan []byte   // datagrams from the peer, bounded by Config.DTLSQueue
 	free chan []byte   // spent buffers, for reuse
 	done chan struct{} // closed by stop

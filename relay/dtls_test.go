@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -505,4 +506,17 @@ func TestDTLSIdleFollowsAllocation(t *testing.T) {
 	}
 	c.send(mPing(h.id))
 	expectNext(t, c, mPing(h.id))
+}
+
+func TestDTLSHandshakeSource(t *testing.T) {
+	for in, want := range map[string]string{
+		"192.0.2.7:5000":                   "192.0.2.7",
+		"[::ffff:192.0.2.7]:5000":          "192.0.2.7",
+		"[2001:db8:1:2:aaaa::1]:5000":      "2001:db8:1:2::",
+		"[2001:db8:1:2:ffff:ffff::9]:6000": "2001:db8:1:2::",
+	} {
+		if got := relay.HandshakeSourceForTest(netip.MustParseAddrPort(in)); got.String() != want {
+			t.Errorf("handshake source of %s: got %s, want %s", in, got, want)
+		}
+	}
 }

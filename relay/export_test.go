@@ -30,3 +30,6 @@ func FilledConfigForTest(c Config) Config { c.fill(); return c }
 // allocation key as its pre-shared key (a client library that caps PSK
 // lengths); call it before serving.
 func (s *Server) TruncatePSKForTest(n int) { s.pskLen = n }
+
+// HandshakeSourceForTest is what MaxDTLSHandshakesPerIP counts ap by.
+func HandshakeSourceForTest(ap netip.AddrPort) netip.Addr { return handshakeSource(ap) }
