@@ -34,6 +34,9 @@ type dtlsCarrier struct {
 
 func dialDTLS(ctx context.Context, ep api.RelayServerEndpoint, a *Allocation, cfg *Config) (carrier, error) {
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
+	if cfg.udpAddr != "" { // tests: a proxy in front of the node (DTLS is UDP)
+		addr = cfg.udpAddr
+	}
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "udp", addr)
 	if err != nil {

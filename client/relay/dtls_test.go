@@ -3,6 +3,7 @@ package relay_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/switchboardgg/switchboard/client/relay"
 )
@@ -95,4 +96,27 @@ func TestDTLSWrongKey(t *testing.T) {
 		t.Fatalf("Dial with the right key: %v", err)
 	}
 	conn.Close()
+}
+
+// TestDTLSNATRebinding: the NAT in front of a DTLS host remaps its port
+// mid-session. A DTLS connection is its peer's address (no connection
+// ids), so the node drops the host's records from the new port; the host
+// hears nothing back, re-dials after Config.DeadAfter (a new handshake
+// from the new port) and re-binds with a larger nonce, and the session
+// goes on both ways.
+func TestDTLSNATRebinding(t *testing.T) {
+	s := startStack(t)
+	p, addr := s.proxyTo(t, s.RelayDTLS)
+	hostCfg := &relay.Config{Transport: relay.TransportDTLS, KeepAlive: 300 * time.Millisecond, DeadAfter: time.Second}
+	relay.SetUDPAddr(hostCfg, addr)
+	host, peer := connectedPair(t, s, hostCfg, nil)
+	if err := p.Rebind(); err != nil {
+		t.Fatal(err)
+	}
+	flows(t, host, peer, peer.ID())
+	waitEvent(t, host, relay.EventRebound)
+	flows(t, peer, host, host.ID())
+	if st := host.Stats(); st.Rebinds < 1 {
+		t.Fatalf("host stats %+v, want a re-bind", st)
+	}
 }
