@@ -111,7 +111,7 @@ type RelayJoinRequest struct {
 }
 
 // RelayServerEndpoint is one way to reach the relay node of an
-// allocation. ConnectionType is "udp", "ws" or "wss".
+// allocation. ConnectionType is "udp", "dtls", "ws" or "wss".
 type RelayServerEndpoint struct {
 	ConnectionType string `json:"connectionType"`
 	Network        string `json:"network"` // "udp" or "tcp"
@@ -243,7 +243,7 @@ type RelayAllocationStatus struct {
 	// Live is true when the node holds the allocation: a client bound it
 	// and it is not released. The fields below are zero otherwise.
 	Live bool `json:"live"`
-	// Carrier is "udp" or "ws", the carrier of the last bind.
+	// Carrier is "udp", "ws" or "dtls", the carrier of the last bind.
 	Carrier string `json:"carrier,omitempty"`
 	// Peers is the number of connected peers.
 	Peers int `json:"peers"`

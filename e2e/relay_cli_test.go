@@ -102,7 +102,7 @@ const uuidRE = `[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`
 
 // TestRelayCLIChat: two terminals, one join code. `relay host` prints the
 // code; `relay join CODE` connects over UDP, then another over
-// WebSocket; lines typed on one side come out on the other's stdout, and
+// WebSocket, then one over DTLS; lines typed on one side come out on the other's stdout, and
 // stderr says who joined and left. End of input exits 0; a host that
 // leaves ends its joiners non-zero with the reason.
 func TestRelayCLIChat(t *testing.T) {
@@ -119,7 +119,7 @@ func TestRelayCLIChat(t *testing.T) {
 	host := startRelayCLI(t, "host", "--ready-file", rf, "--username", "alice")
 	code := host.wait(host.log, `join code ([6789BCDFGHJKLMNPQRTW]{6}) \(udp 127\.0\.0\.1:\d+\)`)
 
-	for _, transport := range []string{"udp", "ws"} {
+	for _, transport := range []string{"udp", "ws", "dtls"} {
 		peer := startRelayCLI(t, "join", strings.ToLower(code), "--transport", transport, "--ready-file", rf)
 		id := peer.wait(peer.log, `joined `+code+` \(`+transport+` 127\.0\.0\.1:\d+\) as peer (`+uuidRE+`)`)
 		peer.wait(peer.log, `\* connected to host `+uuidRE)
@@ -157,7 +157,7 @@ func TestRelayCLIChat(t *testing.T) {
 		t.Fatalf("join of a dead code: %v\n%s", err, stderr)
 	}
 	_, stderr, err = cliAll(t, "relay", "host", "--transport", "pigeon", "--ready-file", rf)
-	if err == nil || !strings.Contains(stderr, `transport "pigeon" (want udp, ws)`) {
+	if err == nil || !strings.Contains(stderr, `transport "pigeon" (want dtls, udp, ws)`) {
 		t.Fatalf("host over an unknown transport: %v\n%s", err, stderr)
 	}
 	_, stderr, err = cliAll(t, "relay", "host", "--region", "mars", "--ready-file", rf)

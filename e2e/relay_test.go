@@ -16,14 +16,14 @@ import (
 )
 
 // TestDevRelay: `switchboard dev --relay --relay-ws` serves the relay's
-// UDP port (the QoS probe answers) and WebSocket port, lists both in the
-// ready file, counts on /metrics, and drains with the rest.
+// UDP port (the QoS probe answers), WebSocket port and DTLS port, lists
+// them in the ready file, counts on /metrics, and drains with the rest.
 func TestDevRelay(t *testing.T) {
 	help, err := exec.Command(binary, "dev", "--help").CombinedOutput()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"--relay ", "--relay-ws "} {
+	for _, f := range []string{"--relay ", "--relay-ws ", "--relay-dtls "} {
 		if !strings.Contains(string(help), f) {
 			t.Errorf("dev --help lacks %s", f)
 		}
@@ -35,14 +35,17 @@ func TestDevRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r struct {
-		RelayUDP string `json:"relay_udp"`
-		RelayWS  string `json:"relay_ws"`
-		Admin    string `json:"admin"`
+		RelayUDP  string `json:"relay_udp"`
+		RelayWS   string `json:"relay_ws"`
+		RelayDTLS string `json:"relay_dtls"`
+		Admin     string `json:"admin"`
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.RelayUDP == "" || !strings.HasPrefix(r.RelayWS, "ws://") {
+	// DTLS beside the relay by default, on a free port as --relay's is 0.
+	if r.RelayUDP == "" || !strings.HasPrefix(r.RelayWS, "ws://") || !strings.HasPrefix(r.RelayDTLS, "127.0.0.1:") ||
+		strings.HasSuffix(r.RelayDTLS, ":0") || strings.HasSuffix(r.RelayDTLS, ":7704") {
 		t.Fatalf("ready file: %s", b)
 	}
 
@@ -90,7 +93,7 @@ func TestDevRelay(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, m := range []string{"switchboard_relay_packets_total", "switchboard_relay_qos_probes_total 1"} {
+	for _, m := range []string{"switchboard_relay_packets_total", "switchboard_relay_qos_probes_total 1", "switchboard_relay_dtls_connections 0"} {
 		if !strings.Contains(string(body), m) {
 			t.Errorf("/metrics lacks %q", m)
 		}

@@ -245,24 +245,26 @@ func TestServeRelayTwoRegions(t *testing.T) {
 	common := []string{"--nats-url", nats.URL(), "--nats-creds", creds, "--relay-secret-file", secretFile}
 	ctl := start(t, append([]string{"serve", "control", "--api", "127.0.0.1:0", "--server-key", "e2e-server-key-0123456789",
 		"--data-dir", t.TempDir(), "--relay-allow-anonymous", "--relay-default-region", "us"}, common...)...)
-	eu := start(t, append([]string{"serve", "relay", "--relay", "127.0.0.1:0", "--region", "eu", "--node-id", "relay-eu",
+	eu := start(t, append([]string{"serve", "relay", "--relay", "127.0.0.1:0", "--relay-dtls", "127.0.0.1:0", "--region", "eu", "--node-id", "relay-eu",
 		"--data-dir", t.TempDir()}, common...)...)
 	us := start(t, append([]string{"serve", "relay", "--relay", "127.0.0.1:0", "--region", "us", "--node-id", "relay-us",
 		"--data-dir", t.TempDir()}, common...)...)
 	base := ctl.ready.API
-	relayUDPOf := func(p *proc) string {
+	relayAddrs := func(p *proc) (udp, dtls string) {
 		b, err := os.ReadFile(p.readyFile)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var r struct {
-			RelayUDP string `json:"relay_udp"`
+			RelayUDP  string `json:"relay_udp"`
+			RelayDTLS string `json:"relay_dtls"`
 		}
 		if err := json.Unmarshal(b, &r); err != nil || r.RelayUDP == "" {
 			t.Fatalf("relay ready file %s", b)
 		}
-		return r.RelayUDP
+		return r.RelayUDP, r.RelayDTLS
 	}
+	relayUDPOf := func(p *proc) string { udp, _ := relayAddrs(p); return udp }
 	endpoint := func(a api.RelayAllocation) string {
 		return net.JoinHostPort(a.ServerEndpoints[0].Host, strconv.Itoa(a.ServerEndpoints[0].Port))
 	}
@@ -271,6 +273,14 @@ func TestServeRelayTwoRegions(t *testing.T) {
 	if err != nil || !strings.Contains(string(nodes), "relay-eu") || !strings.Contains(string(nodes), "relay-us") ||
 		!strings.Contains(string(nodes), relayUDPOf(eu)) {
 		t.Fatalf("relay nodes: %v\n%s", err, nodes)
+	}
+	// serve relay --relay-dtls: the registry, and so `relay nodes`, has
+	// the DTLS address; without the flag a node serves no DTLS.
+	if _, euDTLS := relayAddrs(eu); euDTLS == "" || !strings.Contains(string(nodes), euDTLS) {
+		t.Fatalf("relay-eu's DTLS address %q not in relay nodes:\n%s", euDTLS, nodes)
+	}
+	if _, usDTLS := relayAddrs(us); usDTLS != "" {
+		t.Fatalf("relay-us serves DTLS on %s without --relay-dtls", usDTLS)
 	}
 	var regions api.RelayResponse[api.RelayRegionsData]
 	if st := relayREST(t, base, "", "GET", "/relay/v1/regions", "", &regions); st != 200 || len(regions.Data.Regions) != 2 {

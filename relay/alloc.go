@@ -12,13 +12,14 @@ import (
 )
 
 // carrier sends relay messages to the clients it serves: a UDP socket
-// (many clients, told apart by address) or one WebSocket connection.
+// (many clients, told apart by address), one WebSocket connection or one
+// DTLS connection.
 // Implementations are pointers, so an endpoint is comparable.
 type carrier interface {
 	// send sends one message to ap (ignored by a WebSocket connection);
 	// it never blocks and reports whether the message left or was queued.
 	send(ap netip.AddrPort, b []byte) bool
-	// kind names the carrier in stats: "udp" or "ws".
+	// kind names the carrier in stats: "udp", "ws" or "dtls".
 	kind() string
 }
 
@@ -94,7 +95,7 @@ func (a *allocation) peer(id relaywire.AllocationID) *allocation {
 type AllocationStats struct {
 	// Host reports whether it is a host's allocation.
 	Host bool
-	// Carrier is "udp" or "ws".
+	// Carrier is "udp", "ws" or "dtls".
 	Carrier string
 	// Peers is the number of connected peers.
 	Peers int

@@ -64,11 +64,36 @@ const (
 	// DefaultMaxWSConns bounds the WebSocket connections of one node,
 	// handshaking ones included; more are closed at once.
 	DefaultMaxWSConns = 20_000
+	// DefaultDTLSHandshakeTimeout bounds a DTLS handshake, from the first
+	// ClientHello.
+	DefaultDTLSHandshakeTimeout = 10 * time.Second
+	// DefaultDTLSIdleTimeout closes a DTLS connection that sent nothing
+	// for this long, or for its allocation's own idle timeout when that is
+	// longer (as DefaultWSIdleTimeout).
+	DefaultDTLSIdleTimeout = 60 * time.Second
+	// DefaultMaxDTLSConns bounds the DTLS connections of one node,
+	// handshaking ones included; a ClientHello beyond it is dropped.
+	DefaultMaxDTLSConns = 20_000
+	// DefaultMaxDTLSHandshakes bounds the DTLS handshakes under way on one
+	// node; a ClientHello beyond it is dropped.
+	DefaultMaxDTLSHandshakes = 1024
+	// DefaultMaxDTLSHandshakesPerIP bounds the DTLS handshakes under way
+	// from one IPv4 address or IPv6 /64.
+	DefaultMaxDTLSHandshakesPerIP = 8
+	// DefaultMaxDTLSConnsPerAllocation bounds the DTLS connections past
+	// the handshake of one allocation (its PSK identity): one, and one
+	// more while it re-binds from a new address. A connection beyond it
+	// is closed after the handshake.
+	DefaultMaxDTLSConnsPerAllocation = 4
+	// DefaultDTLSQueue is the datagrams queued for one DTLS connection
+	// between the socket's reader and the connection's goroutine; more
+	// are dropped.
+	DefaultDTLSQueue = 64
 	// DefaultBatch is the most datagrams read or written in one system
 	// call.
 	DefaultBatch = 32
 	// DefaultReadBuffer and DefaultWriteBuffer are the UDP socket buffer
-	// sizes ServePacket asks for, in bytes (the kernel caps them at
+	// sizes ServePacket and ServeDTLS ask for, in bytes (the kernel caps them at
 	// net.core.rmem_max / wmem_max; see docs/configuration.md).
 	DefaultReadBuffer  = 8 << 20
 	DefaultWriteBuffer = 8 << 20
@@ -154,6 +179,20 @@ type Config struct {
 	WSSendQueue int
 	// MaxWSConns, zero: DefaultMaxWSConns.
 	MaxWSConns int
+	// DTLSHandshakeTimeout, zero: DefaultDTLSHandshakeTimeout.
+	DTLSHandshakeTimeout time.Duration
+	// DTLSIdleTimeout, zero: DefaultDTLSIdleTimeout.
+	DTLSIdleTimeout time.Duration
+	// MaxDTLSConns, zero: DefaultMaxDTLSConns.
+	MaxDTLSConns int
+	// MaxDTLSHandshakes, zero: DefaultMaxDTLSHandshakes.
+	MaxDTLSHandshakes int
+	// MaxDTLSHandshakesPerIP, zero: DefaultMaxDTLSHandshakesPerIP.
+	MaxDTLSHandshakesPerIP int
+	// MaxDTLSConnsPerAllocation, zero: DefaultMaxDTLSConnsPerAllocation.
+	MaxDTLSConnsPerAllocation int
+	// DTLSQueue in datagrams, zero: DefaultDTLSQueue.
+	DTLSQueue int
 	// Batch in datagrams, zero: DefaultBatch.
 	Batch int
 	// ReadBuffer and WriteBuffer in bytes, zero: DefaultReadBuffer and
@@ -202,6 +241,13 @@ func (c *Config) fill() {
 	orDefault(&c.WSWriteTimeout, DefaultWSWriteTimeout)
 	orDefault(&c.WSSendQueue, DefaultWSSendQueue)
 	orDefault(&c.MaxWSConns, DefaultMaxWSConns)
+	orDefault(&c.DTLSHandshakeTimeout, DefaultDTLSHandshakeTimeout)
+	orDefault(&c.DTLSIdleTimeout, DefaultDTLSIdleTimeout)
+	orDefault(&c.MaxDTLSConns, DefaultMaxDTLSConns)
+	orDefault(&c.MaxDTLSHandshakes, DefaultMaxDTLSHandshakes)
+	orDefault(&c.MaxDTLSHandshakesPerIP, DefaultMaxDTLSHandshakesPerIP)
+	orDefault(&c.MaxDTLSConnsPerAllocation, DefaultMaxDTLSConnsPerAllocation)
+	orDefault(&c.DTLSQueue, DefaultDTLSQueue)
 	orDefault(&c.Batch, DefaultBatch)
 	orDefault(&c.ReadBuffer, DefaultReadBuffer)
 	orDefault(&c.WriteBuffer, DefaultWriteBuffer)

@@ -1,6 +1,6 @@
 // Package relay is the data plane of a Unity-Relay-compatible relay node:
 // it binds allocations to client addresses and forwards RELAY messages
-// between a host and its joiners, over UDP and WebSocket at once, as Unity
+// between a host and its joiners, over UDP, WebSocket and DTLS at once, as Unity
 // Transport expects (reference unity-relay.md §1.8 and the checklist of
 // §8; the behaviour is documented in docs/protocol/relay.md §15).
 //
@@ -29,16 +29,24 @@
 // one port with SO_REUSEPORT and call ServePacket on each; Serve(ln) accepts WebSocket connections in
 // the calling goroutine and runs two goroutines per connection (a reader
 // that handles messages, a writer fed by a bounded queue). The first Serve
-// or ServePacket starts one sweeper goroutine (timeouts). Close closes
-// every socket and listener given to the server and every WebSocket
-// connection, and waits for every goroutine; Shutdown first sends the
-// WebSocket connections a close frame. The caller opens the sockets.
+// or ServePacket starts one sweeper goroutine (timeouts). ServeDTLS(pc)
+// reads pc in the calling goroutine and hands each datagram to its DTLS
+// connection's bounded queue; each connection runs one goroutine
+// (handshake, then reads; pion/dtls runs its own per connection, joined
+// by its Close), which it ends when its peer goes quiet or closes, or its
+// allocation is released. Close closes
+// every socket and listener given to the server and every WebSocket and
+// DTLS connection, and waits for every goroutine; Shutdown first sends the
+// WebSocket connections a close frame and the DTLS ones a close_notify.
+// The caller opens the sockets.
 //
 // # Concurrency
 //
 // Allocations live in lock-free maps; each allocation has its own mutex,
 // taken only by messages from or to it (a host's before a joiner's), so
-// unrelated allocations share no lock. Forwarding a RELAY allocates
-// nothing. A host's PEER_EVENTs are sent under its mutex, so that they
-// leave in the order of the changes they report.
+// unrelated allocations share no lock. Forwarding a RELAY between UDP and
+// WebSocket clients allocates nothing; a DTLS record is sealed and opened
+// by pion/dtls, which allocates per record. A host's PEER_EVENTs are sent
+// under its mutex, so that they leave in the order of the changes they
+// report.
 package relay

@@ -25,3 +25,11 @@ func (s *Server) HandleUDPForTest(pc *net.UDPConn) func(ap netip.AddrPort, b []b
 
 // FilledConfigForTest returns c with its defaults filled.
 func FilledConfigForTest(c Config) Config { c.fill(); return c }
+
+// TruncatePSKForTest makes the DTLS carrier use the first n bytes of each
+// allocation key as its pre-shared key (a client library that caps PSK
+// lengths); call it before serving.
+func (s *Server) TruncatePSKForTest(n int) { s.pskLen = n }
+
+// HandshakeSourceForTest is what MaxDTLSHandshakesPerIP counts ap by.
+func HandshakeSourceForTest(ap netip.AddrPort) netip.Addr { return handshakeSource(ap) }

@@ -232,6 +232,12 @@ func (w *worker) onBind(ep endpoint, b []byte, now time.Time) {
 		return
 	}
 	id := relaywire.AllocationID(c.AllocationID)
+	if d, ok := ep.c.(*dtlsConn); ok && d.id != id {
+		// A DTLS connection is keyed by its allocation's key: it binds
+		// that allocation only.
+		w.drop(dropDTLSIdentity)
+		return
+	}
 	a := s.lookup(id)
 	var key relaywire.Key
 	if a != nil {

@@ -122,7 +122,12 @@ type alloc struct {
 
 func (f *fixture) mint(c tokens.RelayConnection) alloc {
 	f.t.Helper()
-	rand.Read(c.AllocationID[:])
+	// As the control plane makes ids: the last byte names the secret.
+	id, err := f.keys.NewAllocationID(rand.Reader)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	c.AllocationID = id
 	if c.NodeID == "" {
 		c.NodeID = nodeID
 	}

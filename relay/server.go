@@ -42,6 +42,13 @@ type Server struct {
 	pcs      map[net.PacketConn]struct{}
 	lns      map[net.Listener]struct{}
 	wsConns  map[*wsConn]struct{}
+
+	dtls dtlsTable // DTLS connections and handshakes; its own lock
+
+	// pskLen, when not 0, truncates DTLS pre-shared keys to this many
+	// bytes; set by export_test.go only, before serving (stock mbed TLS
+	// caps PSKs at 32 bytes).
+	pskLen int
 }
 
 // New checks cfg and returns a server; it starts no goroutines. It fails
@@ -60,10 +67,13 @@ func New(cfg Config) (*Server, error) {
 	case cfg.MaxDatagram < relaywire.RelayHeaderSize || cfg.MaxDatagram > relaywire.MaxMessageSize:
 		return nil, fmt.Errorf("relay: max datagram %d out of [%d, %d]: %w", cfg.MaxDatagram, relaywire.RelayHeaderSize, relaywire.MaxMessageSize, ErrConfig)
 	case cfg.IdleTimeout < 0 || cfg.HostAloneTimeout < 0 || cfg.BindTimeout < 0 || cfg.SweepInterval < 0 ||
-		cfg.WSHandshakeTimeout < 0 || cfg.WSIdleTimeout < 0 || cfg.WSWriteTimeout < 0:
+		cfg.WSHandshakeTimeout < 0 || cfg.WSIdleTimeout < 0 || cfg.WSWriteTimeout < 0 ||
+		cfg.DTLSHandshakeTimeout < 0 || cfg.DTLSIdleTimeout < 0:
 		return nil, fmt.Errorf("relay: negative timeout: %w", ErrConfig)
 	case cfg.MaxAllocations < 0 || cfg.MaxReleased < 0 || cfg.MaxPeers < 0 || cfg.AllocationRate < 0 ||
-		cfg.SourceRate < 0 || cfg.SourceBurst < 0 || cfg.SubscribeRate < 0 || cfg.SubscribeBurst < 0 || cfg.WSSendQueue < 0 || cfg.MaxWSConns < 0 || cfg.Batch < 0:
+		cfg.SourceRate < 0 || cfg.SourceBurst < 0 || cfg.SubscribeRate < 0 || cfg.SubscribeBurst < 0 || cfg.WSSendQueue < 0 || cfg.MaxWSConns < 0 || cfg.Batch < 0 ||
+		cfg.MaxDTLSConns < 0 || cfg.MaxDTLSHandshakes < 0 || cfg.MaxDTLSHandshakesPerIP < 0 || cfg.DTLSQueue < 0 ||
+		cfg.MaxDTLSConnsPerAllocation < 0:
 		return nil, fmt.Errorf("relay: negative limit: %w", ErrConfig)
 	case cfg.AllocationBurst < cfg.MaxDatagram:
 		return nil, fmt.Errorf("relay: allocation burst %d under the max datagram %d: %w", cfg.AllocationBurst, cfg.MaxDatagram, ErrConfig)
@@ -126,6 +136,7 @@ func (s *Server) Close() error {
 			c.nc.Close()
 		}
 		s.mu.Unlock()
+		s.dtlsStopAll() // outside s.mu: dispatch takes the table's lock, then s.mu
 	})
 	s.wg.Wait()
 	return errors.Join(errs...)
@@ -149,6 +160,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		c.goAway()
 	}
+	s.dtlsStopAll() // each sends close_notify
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -386,6 +398,7 @@ func (s *Server) release(a *allocation, reason ReleaseReason) {
 		b, _ := e.AppendTo(out[:0])
 		s.send(*ep, b)
 	}
+	dtlsReleased(ep) // a DTLS connection serves one allocation
 }
 
 // unlink removes id from p's peers, taking p's lock, and reports whether

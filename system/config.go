@@ -20,7 +20,7 @@ const (
 	// RoleNode runs a game node (WebSocket).
 	RoleNode
 	// RoleRelay runs the relay data plane (`switchboard serve relay`, or
-	// `dev --relay`) when RelayConfig has a UDP or WebSocket address, and
+	// `dev --relay`) when RelayConfig has a UDP, WebSocket or DTLS address, and
 	// registers it in the node registry.
 	RoleRelay
 
@@ -221,7 +221,7 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Roles&^knownRoles != 0 {
 		return c, fmt.Errorf("%w: unknown roles %d", ErrConfig, uint(c.Roles))
 	}
-	if c.Relay.UDPAddr == "" && c.Relay.WSAddr == "" && c.Roles&^RoleRelay != 0 {
+	if !c.Relay.serves() && c.Roles&^RoleRelay != 0 {
 		// No relay listener beside other roles (dev without --relay): the
 		// relay does not run, and the roles (in the ready log line, say)
 		// do not claim it.

@@ -23,6 +23,8 @@ type Ready struct {
 	RelayUDP string `json:"relay_udp,omitempty"`
 	// RelayWS is the relay's WebSocket URL, ws:// or wss://, path "/".
 	RelayWS string `json:"relay_ws,omitempty"`
+	// RelayDTLS is the relay's bound DTLS address, HOST:PORT (UDP).
+	RelayDTLS string `json:"relay_dtls,omitempty"`
 	// Admin is the admin listener's base URL.
 	Admin string `json:"admin,omitempty"`
 	// NATS is the NATS URL the roles use; the embedded server's when

@@ -49,6 +49,10 @@ type RelayConfig struct {
 	// WSAddr is the WebSocket listen address, HOST:PORT, served with TLS
 	// (wss) when the system serves TLS. Empty means no WebSocket listener.
 	WSAddr string
+	// DTLSAddr is the DTLS listen address, HOST:PORT over UDP (port 0: a
+	// free one): relay messages over DTLS 1.2 with the allocation key as
+	// pre-shared key (relay.Server.ServeDTLS). Empty means no DTLS.
+	DTLSAddr string
 	// Secret is the relay secret, at least tokens.RelayMinSecret bytes,
 	// shared by whatever seals the allocations' connection data. Empty
 	// means the secret kept in DataDir/relay-secret, generated there on
@@ -59,6 +63,9 @@ type RelayConfig struct {
 	// bound address of that family (refused when bound to all interfaces)
 	// and the WebSocket URL of the ready file.
 	PublicUDP, PublicUDP6, PublicWS string
+	// PublicDTLS is the DTLS address clients are given, HOST:PORT. Empty
+	// means the bound address (refused when bound to all interfaces).
+	PublicDTLS string
 	// Heartbeat is the registry write interval. Zero means
 	// DefaultRelayHeartbeat.
 	Heartbeat time.Duration
@@ -93,11 +100,11 @@ func (s *System) relayKeyring() (*tokens.RelayKeyring, error) {
 	return keys, nil
 }
 
-// startRelay starts the relay data plane on its UDP and WebSocket
-// listeners, when either is configured, and registers the node.
+// startRelay starts the relay data plane on its UDP, WebSocket and DTLS
+// listeners, when any is configured, and registers the node.
 func (s *System) startRelay(ctx context.Context) error {
 	c := &s.cfg
-	if c.Relay.UDPAddr == "" && c.Relay.WSAddr == "" {
+	if !c.Relay.serves() {
 		return nil
 	}
 	keys, err := s.relayKeyring()
@@ -149,11 +156,17 @@ func (s *System) startRelay(ctx context.Context) error {
 		}
 		s.ready.RelayWS = s.scheme("ws://", "wss://") + bound + "/"
 	}
+	var dtlsPC net.PacketConn
+	if c.Relay.DTLSAddr != "" {
+		if dtlsPC, err = net.ListenPacket("udp", c.Relay.DTLSAddr); err != nil {
+			closeRelayListeners(ln, pc)
+			return fmt.Errorf("system: relay_dtls listener: %w", err)
+		}
+		s.ready.RelayDTLS = dtlsPC.LocalAddr().String()
+	}
 	entry, err := s.relayEntry(id, rc)
 	if err != nil {
-		if pc != nil {
-			pc.Close()
-		}
+		closeRelayListeners(ln, pc, dtlsPC)
 		return err
 	}
 	reg := &relayRegistry{db: db, log: log, entry: entry, srv: r, max: rc.MaxAllocations,
@@ -175,6 +188,9 @@ func (s *System) startRelay(ctx context.Context) error {
 	}
 	if ln != nil {
 		s.serve("relay ws", func() error { return r.Serve(ln) })
+	}
+	if dtlsPC != nil {
+		s.serve("relay dtls", func() error { return r.ServeDTLS(dtlsPC) })
 	}
 	s.wg.Go(rel.run)
 	if err := reg.put(ctx); err != nil {
@@ -243,6 +259,18 @@ func (s *System) relayEntry(id string, rc relay.Config) (*store.Node, error) {
 			return nil, fmt.Errorf("system: %w: relay public %s address %q", ErrConfig, name, v)
 		}
 		n.Addresses[name] = v
+	}
+	switch bound, _ := netip.ParseAddrPort(s.ready.RelayDTLS); {
+	case c.PublicDTLS != "":
+		if _, err := netip.ParseAddrPort(c.PublicDTLS); err != nil {
+			return nil, fmt.Errorf("system: %w: relay public DTLS address %q", ErrConfig, c.PublicDTLS)
+		}
+		n.Addresses[relayapi.AddrDTLS] = c.PublicDTLS
+	case s.ready.RelayDTLS == "":
+	case bound.Addr().IsUnspecified():
+		return nil, fmt.Errorf("system: %w: the relay's DTLS listens on all interfaces (%s): give its public address", ErrConfig, s.ready.RelayDTLS)
+	default:
+		n.Addresses[relayapi.AddrDTLS] = netip.AddrPortFrom(bound.Addr().Unmap(), bound.Port()).String()
 	}
 	if ws := c.PublicWS; ws != "" {
 		n.Addresses[relayapi.AddrWS] = ws
@@ -402,4 +430,22 @@ func relaySecret(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("system: keep relay secret: %w", err)
 	}
 	return secret, nil
+}
+
+// serves reports whether the relay data plane has a listener to run.
+func (c *RelayConfig) serves() bool {
+	return c.UDPAddr != "" || c.WSAddr != "" || c.DTLSAddr != ""
+}
+
+// closeRelayListeners closes the relay listeners opened so far (nil ones
+// skipped) when the role fails to start.
+func closeRelayListeners(ln net.Listener, pcs ...net.PacketConn) {
+	if ln != nil {
+		ln.Close()
+	}
+	for _, pc := range pcs {
+		if pc != nil {
+			pc.Close()
+		}
+	}
 }

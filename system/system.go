@@ -159,6 +159,7 @@ func (s *System) readyAttrs() []any {
 	for _, kv := range [][2]string{
 		{"api", s.ready.API}, {"node_ws", s.ready.NodeWS}, {"node_udp", s.ready.NodeUDP}, {"node_id", s.ready.NodeID},
 		{"hub", s.ready.Hub}, {"admin", s.ready.Admin}, {"relay_udp", s.ready.RelayUDP}, {"relay_ws", s.ready.RelayWS},
+		{"relay_dtls", s.ready.RelayDTLS},
 	} {
 		if kv[1] != "" {
 			attrs = append(attrs, kv[0], kv[1])

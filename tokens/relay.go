@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"golang.org/x/crypto/chacha20poly1305"
@@ -280,4 +281,34 @@ func (r *RelayKeyring) AllocationKey(keyID byte, id [16]byte) ([RelayKeySize]byt
 	}
 	copy(out[:], key)
 	return out, nil
+}
+
+// RelayKeyIDByte is the index of the allocation id byte that holds the id
+// of the relay secret its key derives from (see [RelayKeyring.NewAllocationID]).
+const RelayKeyIDByte = 15
+
+// NewAllocationID returns a random version 4 UUID for a new allocation,
+// whose last byte is the id of the keyring's current secret: the one Seal
+// uses now, and so the one its allocation key derives from. A DTLS client
+// names its allocation by id alone (the PSK identity), so the relay node
+// reads the key id there ([RelayKeyring.AllocationKeyOfID]); the id keeps
+// 114 random bits. It fails only when r fails.
+func (r *RelayKeyring) NewAllocationID(rand io.Reader) ([16]byte, error) {
+	var id [16]byte
+	if _, err := io.ReadFull(rand, id[:]); err != nil {
+		return id, fmt.Errorf("tokens: relay allocation id: %w", err)
+	}
+	id[6] = id[6]&0x0f | 0x40 // version 4
+	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	id[RelayKeyIDByte] = r.current
+	return id, nil
+}
+
+// AllocationKeyOfID returns the key of an allocation made with
+// [RelayKeyring.NewAllocationID]: AllocationKey with the key id in the
+// id's last byte. It is the DTLS pre-shared key of the allocation whose id
+// is the PSK identity. It fails with ErrRelayBlob when that key id is not
+// in the keyring.
+func (r *RelayKeyring) AllocationKeyOfID(id [16]byte) ([RelayKeySize]byte, error) {
+	return r.AllocationKey(id[RelayKeyIDByte], id)
 }

@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"bytes"
+	"crypto/rand"
 	"errors"
 	"strings"
 	"testing"
@@ -138,6 +139,42 @@ func TestRelayAllocationKey(t *testing.T) {
 	}
 	if _, err := r.AllocationKey(8, [16]byte{1}); !errors.Is(err, ErrRelayBlob) {
 		t.Fatalf("unknown key id: got %v", err)
+	}
+}
+
+// An allocation id names its key: the key of a blob sealed when the id was
+// made derives from the id alone, before and after a rotation.
+func TestRelayAllocationKeyOfID(t *testing.T) {
+	old := RelayKey{ID: 3, Secret: bytes.Repeat([]byte{3}, 32)}
+	next := RelayKey{ID: 4, Secret: bytes.Repeat([]byte{4}, 32)}
+	before := testKeyring(t, old)
+	node := testKeyring(t, old, next) // a relay node during a rotation
+	after := testKeyring(t, next, old)
+	for _, r := range []*RelayKeyring{before, after} {
+		id, err := r.NewAllocationID(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id[6]>>4 != 4 || id[8]>>6 != 2 {
+			t.Fatalf("id %x is not a version 4 UUID", id)
+		}
+		c := sampleConn()
+		c.AllocationID = id
+		blob, err := r.Seal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := r.AllocationKey(blob[0], id) // what the REST API hands out
+		got, err := node.AllocationKeyOfID(id)
+		if err != nil || got != want {
+			t.Fatalf("key id %d: AllocationKeyOfID = %x, %v; want the key of the blob's key id", blob[0], got[:4], err)
+		}
+	}
+	if _, err := before.AllocationKeyOfID([16]byte{RelayKeyIDByte: 9}); !errors.Is(err, ErrRelayBlob) {
+		t.Fatalf("unknown key id: got %v, want ErrRelayBlob", err)
+	}
+	if _, err := before.NewAllocationID(bytes.NewReader(nil)); err == nil {
+		t.Fatal("NewAllocationID with a failing source: no error")
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 //
 //	go test -run '^$' -bench PingPong -benchtime 20000x ./client/relay
 func BenchmarkPingPong(b *testing.B) {
-	for _, tr := range []relay.Transport{relay.TransportUDP, relay.TransportWebSocket} {
+	for _, tr := range []relay.Transport{relay.TransportUDP, relay.TransportWebSocket, relay.TransportDTLS} {
 		b.Run(string(tr), func(b *testing.B) {
 			s := startStack(b)
 			host, peer := connectedPair(b, s, nil, &relay.Config{Transport: tr})

@@ -21,6 +21,10 @@ const (
 	// TransportWebSocket: one relay message per binary WebSocket message,
 	// to the "wss" or "ws" endpoint.
 	TransportWebSocket Transport = "ws"
+	// TransportDTLS: one relay message per DTLS 1.2 record, to the "dtls"
+	// endpoint, with the allocation's key as pre-shared key and its id as
+	// PSK identity (docs/protocol/relay.md §16).
+	TransportDTLS Transport = "dtls"
 )
 
 // carrier carries relay messages between a [Conn] and its relay node:
@@ -45,9 +49,10 @@ type carrier interface {
 	close() error
 }
 
-// dialFunc opens a carrier to endpoint ep of an allocation. It honours
-// ctx for the whole dial (a handshake included).
-type dialFunc func(ctx context.Context, ep api.RelayServerEndpoint, cfg *Config) (carrier, error)
+// dialFunc opens a carrier to endpoint ep of allocation a (DTLS
+// authenticates with a's id and key). It honours ctx for the whole dial (a
+// handshake included).
+type dialFunc func(ctx context.Context, ep api.RelayServerEndpoint, a *Allocation, cfg *Config) (carrier, error)
 
 // transportInfo says which serverEndpoints a transport can use, in order
 // of preference (connectionType values), and how to dial one.
@@ -60,6 +65,7 @@ type transportInfo struct {
 var transports = map[Transport]transportInfo{
 	TransportUDP:       {types: []string{"udp"}, dial: dialUDP},
 	TransportWebSocket: {types: []string{"wss", "ws"}, dial: dialWS},
+	TransportDTLS:      {types: []string{"dtls"}, dial: dialDTLS},
 }
 
 // Transports returns the names of the transports this version speaks,

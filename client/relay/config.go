@@ -102,8 +102,8 @@ type Config struct {
 	// connection data or payloads. Nil means slog.Default().
 	Logger *slog.Logger
 
-	// udpAddr replaces the address of UDP endpoints (tests: a proxy in
-	// front of the relay node); set through export_test.go.
+	// udpAddr replaces the address of UDP and DTLS endpoints (tests: a
+	// proxy in front of the relay node); set through export_test.go.
 	udpAddr string
 	// wsAddr replaces the host:port of WebSocket endpoints (tests: a TCP
 	// proxy); set through export_test.go.

@@ -180,7 +180,7 @@ func (c *Client) Dial(ctx context.Context, a *Allocation) (*Conn, error) {
 func (c *Conn) dialCarrier(ctx context.Context) (carrier, error) {
 	dctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
 	defer cancel()
-	return c.dial(dctx, c.ep, &c.cfg)
+	return c.dial(dctx, c.ep, &c.alloc, &c.cfg)
 }
 
 // startReader makes car the current carrier and starts its reader.

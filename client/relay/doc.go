@@ -33,9 +33,12 @@
 // # Carriers
 //
 // Config.Transport picks the carrier: "udp" (one message per datagram, a
-// connected socket) or "ws" (one message per binary WebSocket message, to
-// the allocation's wss or ws endpoint). Each is an internal carrier in a
-// file of its own (udp.go, ws.go).
+// connected socket), "ws" (one message per binary WebSocket message, to
+// the allocation's wss or ws endpoint) or "dtls" (one message per DTLS 1.2
+// record, to the dtls endpoint, authenticated by the allocation's key as
+// pre-shared key and its id as identity; pion/dtls runs its own goroutines
+// per connection, ended by the carrier's close). Each is an internal
+// carrier in a file of its own (udp.go, ws.go, dtls.go).
 //
 // # Goroutines and who closes what
 //

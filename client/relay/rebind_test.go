@@ -18,7 +18,13 @@ import (
 // proxy serves an impair proxy in front of the stack's relay UDP port.
 func (s *stack) proxy(t *testing.T) (*impair.Proxy, string) {
 	t.Helper()
-	p, err := impair.New(impair.Config{Target: s.RelayUDP, Logger: discard})
+	return s.proxyTo(t, s.RelayUDP)
+}
+
+// proxyTo serves an impair proxy in front of target, a UDP address.
+func (s *stack) proxyTo(t *testing.T, target string) (*impair.Proxy, string) {
+	t.Helper()
+	p, err := impair.New(impair.Config{Target: target, Logger: discard})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ type udpCarrier struct {
 	writeTimeout time.Duration
 }
 
-func dialUDP(ctx context.Context, ep api.RelayServerEndpoint, cfg *Config) (carrier, error) {
+func dialUDP(ctx context.Context, ep api.RelayServerEndpoint, _ *Allocation, cfg *Config) (carrier, error) {
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
 	if cfg.udpAddr != "" {
 		addr = cfg.udpAddr

@@ -35,7 +35,7 @@ type wsCarrier struct {
 	ctl [ws.MaxControlFramePayloadSize]byte
 }
 
-func dialWS(ctx context.Context, ep api.RelayServerEndpoint, cfg *Config) (carrier, error) {
+func dialWS(ctx context.Context, ep api.RelayServerEndpoint, _ *Allocation, cfg *Config) (carrier, error) {
 	scheme := "ws"
 	if ep.ConnectionType == "wss" || ep.Secure {
 		scheme = "wss"

@@ -31,7 +31,8 @@ func newDevCmd() *cobra.Command {
 		Short: "Run the whole system in one process with an embedded NATS server",
 		Long: `dev runs the control plane, a game node and an embedded NATS server
 (JetStream on disk under --data-dir) in one process, and with --relay and
---relay-ws the relay data plane (its secret kept in --data-dir) behind Unity
+--relay-ws the relay data plane (with DTLS beside it on --relay-dtls; its
+secret kept in --data-dir) behind Unity
 Relay's REST API on --api (/relay/v1: an API key from 'switchboard relay keys
 create', an access token, or --relay-allow-anonymous). Every
 listener takes HOST:PORT; port 0 picks a free port, and --ready-file receives the real
@@ -52,6 +53,9 @@ SIGHUP reloads the TLS certificate.`,
 				return err
 			}
 			o.cfg.API.PublishServerKey = !cmd.Flags().Changed("server-key")
+			if !cmd.Flags().Changed("relay-dtls") {
+				o.cfg.Relay.DTLSAddr = devDTLSAddr(&o.cfg.Relay)
+			}
 			if !cmd.Flags().Changed("node-udp") {
 				o.cfg.Node.UDPAddr = o.cfg.Node.Addr // the same port number, over UDP
 			}

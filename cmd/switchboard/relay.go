@@ -27,14 +27,14 @@ func newRelayCmd() *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NODE_ID\tREGION\tUDP\tUDP6\tWS\tLOAD\tSTATE")
+			fmt.Fprintln(w, "NODE_ID\tREGION\tUDP\tUDP6\tDTLS\tWS\tLOAD\tSTATE")
 			for _, n := range ns {
 				state := "serving"
 				if n.Draining {
 					state = "draining"
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%.2f\t%s\n", n.NodeID, orDash(n.Region), orDash(n.Addresses["udp"]),
-					orDash(n.Addresses["udp6"]), orDash(n.Addresses["ws"]), n.Load, state)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\n", n.NodeID, orDash(n.Region), orDash(n.Addresses["udp"]),
+					orDash(n.Addresses["udp6"]), orDash(n.Addresses["dtls"]), orDash(n.Addresses["ws"]), n.Load, state)
 			}
 			return w.Flush()
 		},

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/switchboardgg/switchboard/control/relayapi"
+	"github.com/switchboardgg/switchboard/system"
 )
 
 // relayOptions are the relay flags that are not fields of system.Config.
@@ -32,9 +34,40 @@ func addRelayListenFlags(f *pflag.FlagSet, o *systemOptions, udpDefault string) 
 	c := &o.cfg.Relay
 	f.StringVar(&c.UDPAddr, "relay", udpDefault, "relay UDP listen address, e.g. 127.0.0.1:7702 (Unity Relay protocol and QoS); empty: no relay")
 	f.StringVar(&c.WSAddr, "relay-ws", "", "relay WebSocket listen address, e.g. 127.0.0.1:7703 (wss with TLS); empty: none")
+	dtlsHelp := "relay DTLS listen address over UDP, e.g. 127.0.0.1:7704 (relay messages in DTLS 1.2 with the allocation key as PSK); empty: none"
+	if udpDefault == "" { // dev
+		dtlsHelp += " (default: with a relay, port 7704 on --relay's host, or a free port when --relay's port is 0)"
+	}
+	f.StringVar(&c.DTLSAddr, "relay-dtls", "", dtlsHelp)
 	f.StringVar(&c.PublicUDP, "relay-public-udp", "", "IPv4 `HOST:PORT` clients are told to send relay UDP to (default: the bound address; required when bound to all interfaces)")
 	f.StringVar(&c.PublicUDP6, "relay-public-udp6", "", "IPv6 `[HOST]:PORT` clients may send relay UDP to (default: the bound address when IPv6)")
 	f.StringVar(&c.PublicWS, "relay-public-ws", "", "WebSocket `URL` clients are told to dial, ws:// or wss:// (default: the bound address)")
+	f.StringVar(&c.PublicDTLS, "relay-public-dtls", "", "`HOST:PORT` clients are told to send relay DTLS to (default: the bound address; required when bound to all interfaces)")
+}
+
+// devDTLSPort is the DTLS port dev serves beside a relay on a fixed port.
+const devDTLSPort = "7704"
+
+// devDTLSAddr is dev's DTLS address when --relay-dtls is not given: with a
+// relay, on --relay's host (--relay-ws's without it; loopback when that
+// host is all interfaces), port 7704, or a free port when that listener's
+// port is 0 (as tests ask); without a relay, none.
+func devDTLSAddr(c *system.RelayConfig) string {
+	base := c.UDPAddr
+	if base == "" {
+		base = c.WSAddr
+	}
+	host, port, err := net.SplitHostPort(base)
+	if err != nil {
+		return "" // no relay, or an address its own listener refuses
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	if port != "0" {
+		port = devDTLSPort
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // addRelayAPIFlags registers the relay REST API's options (control role).

@@ -34,8 +34,8 @@ func newServeRoleCmd(r system.Role) *cobra.Command {
 			if err := resolveRelay(o); err != nil {
 				return err
 			}
-			if r == system.RoleRelay && o.cfg.Relay.UDPAddr == "" && o.cfg.Relay.WSAddr == "" {
-				return errors.New("a relay listener is required: --relay or --relay-ws")
+			if r == system.RoleRelay && o.cfg.Relay.UDPAddr == "" && o.cfg.Relay.WSAddr == "" && o.cfg.Relay.DTLSAddr == "" {
+				return errors.New("a relay listener is required: --relay, --relay-ws or --relay-dtls")
 			}
 			if r == system.RoleRelay && len(o.cfg.Relay.Secret) == 0 {
 				// A secret of its own would open no allocation control seals.

@@ -124,6 +124,9 @@ func printBanner(w io.Writer, cfg system.Config, r system.Ready) {
 	if r.RelayWS != "" {
 		fmt.Fprintln(w, "  relay ws ", r.RelayWS)
 	}
+	if r.RelayDTLS != "" {
+		fmt.Fprintln(w, "  relay dtls", r.RelayDTLS)
+	}
 	if r.Hub != "" {
 		fmt.Fprintln(w, "  hub     ", r.Hub, "(TLS, sha256 "+r.HubFingerprint+")")
 	}

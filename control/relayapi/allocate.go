@@ -26,6 +26,7 @@ const (
 	AddrUDP  = "udp"  // public IPv4 UDP address, host:port
 	AddrUDP6 = "udp6" // public IPv6 UDP address, [host]:port
 	AddrWS   = "ws"   // WebSocket URL, ws:// or wss://host:port/
+	AddrDTLS = "dtls" // DTLS address (UDP), host:port
 )
 
 // allocate: POST /relay/v1/allocate.
@@ -81,12 +82,12 @@ type allocOptions struct {
 // host's allocation for a joiner.
 func (s *Server) newAllocation(ctx context.Context, c *call, n *store.Node, host *store.RelayAllocation, o allocOptions) (*store.RelayAllocation, []byte, error) {
 	maxConns := o.maxConns
-	var id [16]byte
-	if _, err := io.ReadFull(s.cfg.Rand, id[:]); err != nil {
-		return nil, nil, fmt.Errorf("relayapi: allocation id: %w", err)
+	// The id names the secret its key derives from: a DTLS client names
+	// its allocation by id alone (docs/protocol/relay.md §14).
+	id, err := s.keys.NewAllocationID(s.cfg.Rand)
+	if err != nil {
+		return nil, nil, fmt.Errorf("relayapi: %w", err)
 	}
-	id[6] = id[6]&0x0f | 0x40 // version 4
-	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
 	now := c.now.UTC().Truncate(1e9)
 	conn := tokens.RelayConnection{
 		AllocationID:   id,
@@ -189,8 +190,8 @@ func (s *Server) answer(a *store.RelayAllocation, blob []byte, n *store.Node, ho
 }
 
 // endpoints lists the ways to reach node n: UDP over IPv4 first (UTP
-// takes the first endpoint of the type it wants), then IPv6, then the
-// WebSocket; and the deprecated IPv4 relayServer.
+// takes the first endpoint of the type it wants), then IPv6, then DTLS,
+// then the WebSocket; and the deprecated IPv4 relayServer.
 func endpoints(n *store.Node) ([]api.RelayServerEndpoint, *api.RelayServer) {
 	eps := []api.RelayServerEndpoint{}
 	var legacy *api.RelayServer
@@ -204,6 +205,10 @@ func endpoints(n *store.Node) ([]api.RelayServerEndpoint, *api.RelayServer) {
 		if ap.Addr().Unmap().Is4() && legacy == nil {
 			legacy = &api.RelayServer{IPV4: ap.Addr().Unmap().String(), Port: int(ap.Port())}
 		}
+	}
+	if ap, err := netip.ParseAddrPort(n.Addresses[AddrDTLS]); err == nil {
+		eps = append(eps, api.RelayServerEndpoint{ConnectionType: "dtls", Network: "udp", Secure: true,
+			Host: ap.Addr().Unmap().String(), Port: int(ap.Port())})
 	}
 	if u, err := url.Parse(n.Addresses[AddrWS]); err == nil && (u.Scheme == "ws" || u.Scheme == "wss") {
 		if port, err := strconv.Atoi(u.Port()); err == nil {
@@ -222,7 +227,8 @@ func healthy(n *store.Node) bool {
 	_, udp := n.Addresses[AddrUDP]
 	_, udp6 := n.Addresses[AddrUDP6]
 	_, ws := n.Addresses[AddrWS]
-	return udp || udp6 || ws
+	_, dtls := n.Addresses[AddrDTLS]
+	return udp || udp6 || ws || dtls
 }
 
 // pickNode chooses the least-loaded healthy relay node of region; without

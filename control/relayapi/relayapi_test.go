@@ -69,7 +69,8 @@ func newEnv(t *testing.T, tweak ...func(*Config)) *env {
 func (e *env) putNode(id, region string, load float64, draining bool) *store.Node {
 	e.t.Helper()
 	n := &store.Node{Role: store.RoleRelay, NodeID: id, Region: region, Load: load, Draining: draining, BootEpoch: 42,
-		Addresses: map[string]string{AddrUDP: "127.0.0.1:37000", AddrUDP6: "[::1]:37000", AddrWS: "wss://relay.example:37001/"}}
+		Addresses: map[string]string{AddrUDP: "127.0.0.1:37000", AddrUDP6: "[::1]:37000", AddrWS: "wss://relay.example:37001/",
+			AddrDTLS: "127.0.0.1:37002"}}
 	if err := e.db.PutNode(context.Background(), n); err != nil {
 		e.t.Fatal(err)
 	}
@@ -176,13 +177,22 @@ func TestAllocateJoinCodeJoin(t *testing.T) {
 	if k, _ := e.keys.AllocationKey(conn.KeyID, id); !bytes.Equal(k[:], a.Key) {
 		t.Error("key is not the allocation key the relay node derives")
 	}
+	if k, _ := e.keys.AllocationKeyOfID(id); !bytes.Equal(k[:], a.Key) {
+		t.Error("key is not the DTLS pre-shared key the relay node derives from the id alone")
+	}
 	wantEps := []api.RelayServerEndpoint{
 		{ConnectionType: "udp", Network: "udp", Host: "127.0.0.1", Port: 37000},
 		{ConnectionType: "udp", Network: "udp", Host: "::1", Port: 37000},
+		{ConnectionType: "dtls", Network: "udp", Secure: true, Host: "127.0.0.1", Port: 37002},
 		{ConnectionType: "wss", Network: "tcp", Reliable: true, Secure: true, Host: "relay.example", Port: 37001},
 	}
 	if got, _ := json.Marshal(a.ServerEndpoints); string(got) != string(must(json.Marshal(wantEps))) {
 		t.Errorf("serverEndpoints %s, want %s", got, must(json.Marshal(wantEps)))
+	}
+	// Unity's shape of a DTLS endpoint (reference unity-relay.md §5).
+	if got, want := string(must(json.Marshal(a.ServerEndpoints[2]))),
+		`{"connectionType":"dtls","network":"udp","reliable":false,"secure":true,"host":"127.0.0.1","port":37002}`; got != want {
+		t.Errorf("DTLS endpoint %s, want %s", got, want)
 	}
 	if a.RelayServer == nil || a.RelayServer.IPV4 != "127.0.0.1" || a.RelayServer.Port != 37000 {
 		t.Errorf("relayServer %+v", a.RelayServer)

@@ -59,7 +59,7 @@ type Config struct {
 	// NodeWait bounds how long [Stack.CreateRoom] retries while the node
 	// has not registered. Zero means DefaultNodeWait.
 	NodeWait time.Duration
-	// Relay runs a relay node too (UDP and WebSocket on 127.0.0.1, region
+	// Relay runs a relay node too (UDP, WebSocket and DTLS on 127.0.0.1, region
 	// RelayRegion) and lets the relay REST API be called without
 	// credentials, as a local test needs.
 	Relay bool
@@ -90,6 +90,8 @@ type Stack struct {
 	// RelayUDP and RelayWS are the relay node's UDP address and WebSocket
 	// URL, with Config.Relay.
 	RelayUDP, RelayWS string
+	// RelayDTLS is the relay node's DTLS address (UDP), with Config.Relay.
+	RelayDTLS string
 	// System is the running process, for what the fields above do not
 	// say (Ready, Drain).
 	System *system.System
@@ -138,7 +140,7 @@ func Start(ctx context.Context, dir string, cfg Config) (*Stack, error) {
 		Logger: cfg.Logger,
 	}
 	if cfg.Relay {
-		sc.Relay = system.RelayConfig{UDPAddr: "127.0.0.1:0", WSAddr: "127.0.0.1:0"}
+		sc.Relay = system.RelayConfig{UDPAddr: "127.0.0.1:0", WSAddr: "127.0.0.1:0", DTLSAddr: "127.0.0.1:0"}
 		sc.Relay.API.AllowAnonymous = true
 		sc.Relay.Relay.Region = cfg.RelayRegion
 		if sc.Relay.Relay.Region == "" {
@@ -153,9 +155,10 @@ func Start(ctx context.Context, dir string, cfg Config) (*Stack, error) {
 	tr := &http.Transport{}
 	s := &Stack{
 		API: ready.API, ServerKey: cfg.ServerKey, System: sys, RelayUDP: ready.RelayUDP, RelayWS: ready.RelayWS,
-		NodeUDP:  ready.NodeUDP,
-		HTTP:     &http.Client{Transport: tr, Timeout: DefaultHTTPTimeout},
-		nodeWait: cfg.NodeWait, tr: tr,
+		RelayDTLS: ready.RelayDTLS,
+		NodeUDP:   ready.NodeUDP,
+		HTTP:      &http.Client{Transport: tr, Timeout: DefaultHTTPTimeout},
+		nodeWait:  cfg.NodeWait, tr: tr,
 	}
 	if u, err := url.Parse(ready.NodeWS); err == nil {
 		s.NodeAddr = u.Host
