@@ -39,7 +39,10 @@
 // dials WebSocket with the same ticket. Every reconnection chooses again.
 // Over UDP datagrams are sealed with internal/sealed, reliable
 // messages ride a KCP conversation of internal/kcploop, and FRAME, CUSTOM
-// with reliable=false and PING go as single datagrams. A [UDPSocket] owns
+// with reliable=false and PING go as single datagrams; each INPUT goes in
+// an INPUTS datagram with the inputs before it that no FRAME has
+// acknowledged, and they go again (at most every 20 ms) while the game
+// sends none. A [UDPSocket] owns
 // the socket, one KCP loop and three goroutines (reader, writer, KCP
 // timer) and routes datagrams to its sessions by conversation id; a
 // connection opens its own and closes it when it ends, unless

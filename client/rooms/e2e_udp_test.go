@@ -218,3 +218,44 @@ func TestEndToEndResumeSwitchesChannels(t *testing.T) {
 		t.Errorf("%d gaps, stats %+v: want none, 2 resumes, 1 fallback", gaps, st)
 	}
 }
+
+// TestEndToEndUDPInputsNeverLost: through a proxy that loses 30 % of the
+// datagrams each way, a player that sends each input once and then waits
+// sees every one of them in a frame: the INPUTS datagram repeats it until
+// a FRAME acknowledges it, whatever was lost.
+func TestEndToEndUDPInputsNeverLost(t *testing.T) {
+	d := startUDPDeployment(t)
+	room, err := d.createRoom(t.Context(), backend.CreateRoomRequest{SyncMode: "frame", TickRate: new(30), MaxPlayers: new(1), StartMode: "auto"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	px, via := d.proxy(t, impair.Faults{Loss: 0.3})
+	r := d.udpPlayer(t, room.RoomID, "carol", via)
+	if r.Transport() != rooms.TransportUDP {
+		t.Fatalf("transport %q, want udp", r.Transport())
+	}
+	deadline := time.After(60 * time.Second)
+	for i := range 20 {
+		want := []byte{'i', byte(i)}
+		if err := r.SendInput(want); err != nil {
+			t.Fatal(err)
+		}
+	frames:
+		for {
+			select {
+			case f := <-r.Frames():
+				for _, in := range f.Inputs {
+					if string(in.Data) == string(want) {
+						break frames
+					}
+				}
+			case <-deadline:
+				t.Fatalf("input %d not in a frame after 60 s", i)
+			}
+		}
+	}
+	if st := px.Stats(); st.Up.Lost == 0 || st.Down.Lost == 0 {
+		t.Errorf("proxy %+v: want losses both ways", st)
+	}
+	t.Logf("proxy: lost up %d down %d; disconnects %d", px.Stats().Up.Lost, px.Stats().Down.Lost, r.Stats().Disconnects)
+}

@@ -13,7 +13,7 @@ import (
 // FuzzUDPDispatch feeds arbitrary datagrams from the node's address to a
 // socket with one live session and one waiting handshake: nothing panics,
 // and only what opens under the session's key reaches it. The seeds are a
-// real unreliable FRAME, its bare header and a handshake's first bytes.
+// real unreliable FRAME on either channel, its bare header and a handshake's first bytes.
 func FuzzUDPDispatch(f *testing.F) {
 	var key [32]byte
 	node, _ := sealed.NewSealer(key[:], 7)
@@ -21,6 +21,8 @@ func FuzzUDPDispatch(f *testing.F) {
 	d, _ := node.Seal(nil, append([]byte{roomudp.ChannelMessage}, frame...))
 	f.Add(d)
 	f.Add(append([]byte(nil), d[:sealed.HeaderSize]...))
+	d, _ = node.Seal(nil, roomudp.AppendFrame([]byte{roomudp.ChannelFrame}, 9, frame))
+	f.Add(d)
 	f.Add([]byte{roomudp.KindHandshake, 0, 0})
 	addr := netip.MustParseAddrPort("127.0.0.1:9")
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -73,13 +73,14 @@ func TestUDPConnectFramesAndSends(t *testing.T) {
 		t.Fatalf("frames %v, want %v", got, want)
 	}
 
-	// INPUT on KCP, CUSTOM unreliable as a single datagram, reliable on KCP.
+	// INPUT on the INPUTS channel, CUSTOM unreliable as a single
+	// datagram, reliable on KCP.
 	if err := r.SendInput([]byte("go")); err != nil {
 		t.Fatal(err)
 	}
 	m := s.recvType(t, roomwire.TypeInput)
-	if inp := m.m.(*roomwire.Input); m.unreliable || inp.AckFrame != 5 || string(inp.Data) != "go" {
-		t.Errorf("INPUT %+v unreliable=%v, want ack 5 \"go\" on KCP", inp, m.unreliable)
+	if inp := m.m.(*roomwire.Input); !m.unreliable || inp.AckFrame != 5 || string(inp.Data) != "go" {
+		t.Errorf("INPUT %+v unreliable=%v, want ack 5 \"go\" on the INPUTS channel", inp, m.unreliable)
 	}
 	if err := r.SendCustom(2, false, []byte("u")); err != nil {
 		t.Fatal(err)
@@ -414,9 +415,10 @@ func TestUDPRebindAndLoss(t *testing.T) {
 	<-answered
 }
 
-// TestUDPHotPathsAllocateNothing: receiving an unreliable datagram (open in
-// place, queue for the reader) and sealing one (PING, unreliable) allocate
-// nothing in steady state. A connection without goroutines: the
+// TestUDPHotPathsAllocateNothing: receiving a FRAME datagram (open in
+// place, read the acknowledgement, queue for the reader) and sealing one
+// (PING unreliable; INPUT with the 7 before it) allocate nothing in
+// steady state. A connection without goroutines: the
 // measurement must not see a fake node's allocations.
 func TestUDPHotPathsAllocateNothing(t *testing.T) {
 	var key [32]byte
@@ -430,7 +432,7 @@ func TestUDPHotPathsAllocateNothing(t *testing.T) {
 	frame, _ := roomwire.Append(nil, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(1), tick(2), tick(3, roomwire.SeatInput{Seat: 1, Data: []byte("move")})}})
 	var dgs [][]byte
 	for range 102 {
-		d, _ := node.Seal(nil, append([]byte{roomudp.ChannelMessage}, frame...))
+		d, _ := node.Seal(nil, roomudp.AppendFrame([]byte{roomudp.ChannelFrame}, 1, frame))
 		dgs = append(dgs, d)
 	}
 	buf := make([]byte, 0, 2048)
@@ -459,5 +461,91 @@ func TestUDPHotPathsAllocateNothing(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("sending PING unreliable allocates %v times, want 0", allocs)
+	}
+	data := []byte("move")
+	for range 3 { // grow the INPUTS buffer
+		_ = c.sendInput(1, data)
+	}
+	allocs = testing.AllocsPerRun(100, func() {
+		if err := c.sendInput(1, data); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		s.out, s.outMsgs = s.out[:0], s.outMsgs[:0]
+		s.mu.Unlock()
+	})
+	if allocs != 0 {
+		t.Errorf("sending INPUT with its repeats allocates %v times, want 0", allocs)
+	}
+}
+
+// TestUDPInputsRepeatedUntilAcknowledged: each INPUTS datagram repeats
+// the inputs no FRAME has acknowledged (at most 8, the newest); a FRAME's
+// acknowledgement trims them; unacknowledged inputs go again when a
+// datagram arrives and none went for 20 ms, and not once acknowledged.
+func TestUDPInputsRepeatedUntilAcknowledged(t *testing.T) {
+	c, _, _, un, clk := setupUDP(t, nil)
+	r := connectUDP(t, c)
+	s := un.next()
+	s.recvType(t, roomwire.TypePing)
+	n := uint32(0)
+	frame := func(ack uint32) { // the next frame, acknowledging ack
+		n++
+		s.sendFrame(t, ack, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(n)}})
+		if got := frameNumbers(t, r, 1); !slices.Equal(got, []uint32{n}) {
+			t.Fatalf("frames %v, want [%d]", got, n)
+		}
+	}
+	frame(0) // the client has now heard the node: INPUTs go unreliable
+	send := func(d string) {
+		t.Helper()
+		if err := r.SendInput([]byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The clock moves only when told: nothing is resent unless it does.
+	expect := func(first, count uint32) {
+		t.Helper()
+		if got := recv(t, s.inputs, "INPUTS datagram"); got != [2]uint32{first, count} {
+			t.Fatalf("INPUTS (first, count) %v, want (%d, %d)", got, first, count)
+		}
+	}
+	send("a")
+	expect(1, 1)
+	send("b")
+	expect(1, 2)
+	send("c")
+	expect(1, 3)
+	frame(2)
+	send("d")
+	expect(3, 2)
+	for _, d := range []string{"a", "b", "c", "d"} {
+		m := s.recvType(t, roomwire.TypeInput)
+		if got := string(m.m.(*roomwire.Input).Data); got != d {
+			t.Fatalf("input %q, want %q", got, d)
+		}
+	}
+
+	// The game stops sending: the next datagram from the node, 20 ms
+	// after the last INPUTS, brings 3 and 4 again; once acknowledged,
+	// nothing.
+	frame(3)
+	clk.Advance(udpInputResend)
+	frame(3)
+	expect(4, 1)
+	frame(3) // just resent: not again
+	frame(4)
+	clk.Advance(udpInputResend)
+	frame(4)
+	select {
+	case got := <-s.inputs:
+		t.Fatalf("INPUTS %v sent with every input acknowledged", got)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	// Ten inputs without an acknowledgement: the newest 8 at most.
+	for i := range uint32(10) {
+		send(string(rune('e' + i)))
+		expect(5+max(i, 7)-7, min(i+1, 8))
 	}
 }

@@ -29,6 +29,10 @@ const (
 	udpLeaveWait = time.Second
 	// udpLeavePoll is how often it looks.
 	udpLeavePoll = 10 * time.Millisecond
+	// udpInputResend is how long unacknowledged inputs wait before a
+	// received datagram sends them again without a new one
+	// (docs/protocol/rooms-udp.md §7).
+	udpInputResend = 20 * time.Millisecond
 )
 
 // errUDPNoAnswer is the cause of a UDP handshake that got no reply in
@@ -92,8 +96,18 @@ type udpConn struct {
 
 	closing atomic.Bool // LEAVE sent or dead: sends fail
 
-	encMu   sync.Mutex // guards scratch
+	encMu   sync.Mutex // guards scratch and the inputs below
 	scratch []byte     // encoding buffer of the send methods
+
+	// The newest INPUTs sent on roomudp.ChannelInputs: input seq is in
+	// inRing[seq % len] (an encoded INPUT, inLen bytes), until a FRAME
+	// acknowledges it (inAck). Guarded by encMu, but inAck.
+	inRing   [roomudp.MaxInputsPerDatagram][roomudp.MaxInputEntry]byte
+	inLen    [roomudp.MaxInputsPerDatagram]uint8
+	inNext   uint32    // the next input's sequence number (from 1)
+	inSentAt time.Time // the last INPUTS datagram
+	inBody   []byte    // an INPUTS body being built
+	inAck    atomic.Uint32
 
 	mu    sync.Mutex // guards the fields below
 	dgram []byte     // sealing buffer
@@ -266,7 +280,16 @@ func (c *udpConn) input(b []byte) bool {
 		if c.kc.Input(body) != nil {
 			return false
 		}
-	case roomudp.ChannelMessage:
+	case roomudp.ChannelMessage, roomudp.ChannelFrame:
+		if ch == roomudp.ChannelFrame {
+			seq, fr, err := roomudp.ParseFrame(body)
+			if err != nil {
+				return false
+			}
+			for a := c.inAck.Load(); seq > a && !c.inAck.CompareAndSwap(a, seq); a = c.inAck.Load() {
+			}
+			body = fr
+		}
 		c.inMu.Lock()
 		if len(c.in) >= udpInboundQueue {
 			c.inMu.Unlock()
@@ -317,6 +340,7 @@ func (c *udpConn) readLoop(handle func(msg []byte) error) {
 		c.free = append(c.free, batch...)
 		c.inMu.Unlock()
 		clear(batch)
+		c.resendInputs()
 		for {
 			n, err := c.kc.Recv(buf)
 			if errors.Is(err, kcploop.ErrNoMessage) {
@@ -419,6 +443,10 @@ func (c *udpConn) sendEncodedLocked(b []byte) error {
 
 // sendInput, sendPing and sendFrameReq encode their concrete message
 // without an interface, so that nothing escapes: no allocation of ours.
+//
+// Once the node has been heard, an INPUT goes on roomudp.ChannelInputs
+// with the inputs before it that no FRAME has acknowledged yet; before,
+// on KCP.
 func (c *udpConn) sendInput(ack uint32, data []byte) error {
 	c.encMu.Lock()
 	defer c.encMu.Unlock()
@@ -426,11 +454,73 @@ func (c *udpConn) sendInput(ack uint32, data []byte) error {
 		return ErrNotConnected
 	}
 	m := roomwire.Input{AckFrame: ack, Data: data}
-	b, err := m.AppendTo(c.scratch[:0])
+	if !c.confirm.Load() {
+		b, err := m.AppendTo(c.scratch[:0])
+		if err != nil {
+			return fmt.Errorf("input: %w", err)
+		}
+		return c.sendEncodedLocked(b)
+	}
+	if c.inNext == 0 {
+		c.inNext = 1
+	}
+	i := c.inNext % roomudp.MaxInputsPerDatagram
+	b, err := m.AppendTo(c.inRing[i][:0])
 	if err != nil {
 		return fmt.Errorf("input: %w", err)
 	}
-	return c.sendEncodedLocked(b)
+	c.inLen[i] = uint8(len(b))
+	c.inNext++
+	c.sendInputsLocked()
+	return nil
+}
+
+// sendInputsLocked sends one INPUTS datagram with the newest inputs not
+// acknowledged: at most roomudp.MaxInputsPerDatagram, and as many as fit
+// in the MTU. It sends nothing when every input is acknowledged. encMu
+// is held.
+func (c *udpConn) sendInputsLocked() {
+	last := c.inNext - 1
+	acked := c.inAck.Load()
+	if c.inNext == 0 || acked >= last {
+		return
+	}
+	budget := c.mtu - roomudp.SessionOverhead - roomudp.InputsHeaderSize
+	first := last + 1
+	for first > acked+1 && last-first+1 < roomudp.MaxInputsPerDatagram {
+		n := 1 + int(c.inLen[(first-1)%roomudp.MaxInputsPerDatagram])
+		if n > budget {
+			break
+		}
+		budget -= n
+		first--
+	}
+	if first > last {
+		return // the newest input alone does not fit: never with MinMTU
+	}
+	b := roomudp.AppendInputsHeader(c.inBody[:0], first, int(last-first+1))
+	for seq := first; seq <= last; seq++ {
+		i := seq % roomudp.MaxInputsPerDatagram
+		b = roomudp.AppendInputEntry(b, c.inRing[i][:c.inLen[i]])
+	}
+	c.inBody = b
+	c.mu.Lock()
+	c.sealLocked(roomudp.ChannelInputs, b)
+	c.mu.Unlock()
+	c.inSentAt = c.now()
+}
+
+// resendInputs sends the unacknowledged inputs again when nothing has
+// carried them for udpInputResend: the reader calls it after each batch
+// of received messages, so a game that stops sending INPUT still gets its
+// last inputs through, at most once per FRAME it receives.
+func (c *udpConn) resendInputs() {
+	c.encMu.Lock()
+	defer c.encMu.Unlock()
+	if c.closing.Load() || c.inNext == 0 || c.inAck.Load() >= c.inNext-1 || c.now().Sub(c.inSentAt) < udpInputResend {
+		return
+	}
+	c.sendInputsLocked()
 }
 
 func (c *udpConn) sendPing(clientMS uint64, rttMS uint32) error {

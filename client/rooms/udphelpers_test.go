@@ -45,10 +45,13 @@ type udpSession struct {
 	opener *sealed.Opener
 	kc     *kcploop.Conv
 	in     chan udpMsg
+	// inputs gets the (first, count) of every INPUTS datagram
+	inputs chan [2]uint32
 
-	mu   sync.Mutex
-	addr netip.AddrPort
-	buf  []byte
+	mu    sync.Mutex
+	inSeq uint32 // the highest input sequence delivered
+	addr  netip.AddrPort
+	buf   []byte
 }
 
 // udpMsg is one message from the client and how it came.
@@ -173,7 +176,7 @@ func (n *fakeUDPNode) handshake(from netip.AddrPort, b []byte) {
 	if w, ok := msg.(*roomwire.Welcome); ok {
 		w.Conv = conv
 		sk, _ := roomudp.SessionKeys(&n.key, &h.ClientNonce, &serverNonce)
-		s := &udpSession{n: n, hs: hs, conv: conv, addr: from, in: make(chan udpMsg, 1024)}
+		s := &udpSession{n: n, hs: hs, conv: conv, addr: from, in: make(chan udpMsg, 1024), inputs: make(chan [2]uint32, 1024)}
 		s.sealer, _ = sealed.NewSealer(sk.R2I[:], conv)
 		s.opener, _ = sealed.NewOpener(sk.I2R[:], conv)
 		s.kc, err = n.loop.Open(conv, kcploop.ConvConfig{
@@ -228,6 +231,31 @@ func (s *udpSession) input(from netip.AddrPort, b []byte) {
 		s.deliver(body, true)
 		return
 	}
+	if ch == roomudp.ChannelInputs { // as the node: each new INPUT once
+		in, err := roomudp.ParseInputs(body)
+		if err != nil {
+			return
+		}
+		select {
+		case s.inputs <- [2]uint32{in.FirstSeq, uint32(in.Count)}:
+		default:
+		}
+		for {
+			seq, msg, ok := in.Next()
+			if !ok {
+				return
+			}
+			s.mu.Lock()
+			fresh := seq > s.inSeq
+			if fresh {
+				s.inSeq = seq
+			}
+			s.mu.Unlock()
+			if fresh {
+				s.deliver(msg, true)
+			}
+		}
+	}
 	if s.kc.Input(body) != nil {
 		return
 	}
@@ -271,6 +299,16 @@ func (s *udpSession) sendUnreliable(t *testing.T, m roomwire.Message) {
 		t.Fatal(err)
 	}
 	s.write(roomudp.ChannelMessage, b)
+}
+
+// sendFrame sends m on the FRAME channel acknowledging input seq ack.
+func (s *udpSession) sendFrame(t *testing.T, ack uint32, m *roomwire.Frame) {
+	t.Helper()
+	b, err := roomwire.Append(nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.write(roomudp.ChannelFrame, roomudp.AppendFrame(nil, ack, b))
 }
 
 // recvType returns the next client message of type typ, skipping others.

@@ -5,8 +5,11 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/switchboardgg/switchboard/internal/sealed"
 	"github.com/switchboardgg/switchboard/protocol/roomudp"
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
 	"github.com/switchboardgg/switchboard/tokens"
 )
 
@@ -42,6 +45,33 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 		if n := testing.AllocsPerRun(100, func() { r.handle(dg, addr) }); n != 0 {
 			t.Errorf("%s: %v allocations per datagram", name, n)
 		}
+	}
+
+	// An INPUTS datagram of inputs already taken: opened, parsed and
+	// counted; and a FRAME queued with its acknowledgement.
+	in, _ := (&roomwire.Input{AckFrame: 3, Data: []byte{1, 2, 3}}).AppendTo(nil)
+	plain := []byte{roomudp.ChannelInputs}
+	plain = roomudp.AppendInputsHeader(plain, 1, 3)
+	for range 3 {
+		plain = roomudp.AppendInputEntry(plain, in)
+	}
+	ss.inSeq.Store(3)
+	dg := make([]byte, 0, roomudp.MaxDatagram)
+	if n := testing.AllocsPerRun(100, func() {
+		dg, _ = seal.Seal(dg[:0], plain)
+		r.handle(dg, addr)
+	}); n != 0 {
+		t.Errorf("repeated INPUTS: %v allocations per datagram", n)
+	}
+	if got := testutil.ToFloat64(s.m.inputs[inputRepeat]); got < 300 {
+		t.Errorf("%v repeats counted, want at least 300", got)
+	}
+	frame, _ := (&roomwire.Frame{Frames: []roomwire.TickFrame{{Number: 1}}}).AppendTo(nil)
+	if n := testing.AllocsPerRun(100, func() {
+		s.out.put(s, seal, roomudp.ChannelFrame, true, 3, frame, addr)
+		s.out.done(s.out.take())
+	}); n != 0 {
+		t.Errorf("FRAME with its acknowledgement: %v allocations per datagram", n)
 	}
 }
 

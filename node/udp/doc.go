@@ -3,8 +3,11 @@
 // (internal/sealed) in and out of one socket with batched reads and writes
 // (internal/udpio), the handshake's HELLO or RESUME → WELCOME or ERROR as
 // sealed datagrams, then reliable messages on one KCP conversation per
-// session (internal/kcploop) and FRAME, PONG and unreliable CUSTOM as
-// single sealed datagrams. The handshake's checks and the message dispatch
+// session (internal/kcploop), FRAME (behind the highest input sequence
+// number taken: the client's acknowledgement), PONG and unreliable CUSTOM
+// as single sealed datagrams, and the clients' INPUTs from INPUTS
+// datagrams that repeat them until acknowledged, each handed to the room
+// once. The handshake's checks and the message dispatch
 // are package node's ([node.Server.Seat], [node.Dispatcher]); the room
 // rules are package rooms'.
 //

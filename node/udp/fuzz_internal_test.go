@@ -40,6 +40,16 @@ func FuzzHandle(f *testing.F) {
 		d, _ := seal.Seal(nil, p)
 		f.Add(d)
 	}
+	for _, group := range []string{"inputs", "frame"} { // the INPUTS and FRAME bodies, each on both channels
+		for _, v := range vs[group] {
+			if body, err := hex.DecodeString(v["body"].(string)); err == nil {
+				d, _ := seal.Seal(nil, append([]byte{roomudp.ChannelInputs}, body...))
+				f.Add(d)
+				d, _ = seal.Seal(nil, append([]byte{roomudp.ChannelFrame}, body...))
+				f.Add(d)
+			}
+		}
+	}
 	f.Add([]byte{})
 	f.Add(make([]byte, roomudp.HandshakeSize))
 

@@ -236,6 +236,8 @@ type client struct {
 type received struct {
 	msg        []byte
 	unreliable bool
+	inputSeq   uint32 // a FRAME on channel 3: its input acknowledgement
+	frameCh    bool   // came on channel 3
 }
 
 func (e *env) newClient(kid roomudp.KeyID, sk [32]byte) *client {
@@ -400,6 +402,16 @@ func (c *client) readLoop() {
 			c.add(append([]byte(nil), body...), true)
 			continue
 		}
+		if ch == roomudp.ChannelFrame {
+			seq, fr, err := roomudp.ParseFrame(body)
+			if err != nil {
+				continue
+			}
+			c.mu.Lock()
+			c.messages = append(c.messages, received{msg: append([]byte(nil), fr...), unreliable: true, inputSeq: seq, frameCh: true})
+			c.mu.Unlock()
+			continue
+		}
 		_ = c.kcp.Input(body)
 		for {
 			n, err := c.kcp.Recv(msg)
@@ -413,7 +425,7 @@ func (c *client) readLoop() {
 
 func (c *client) add(m []byte, unreliable bool) {
 	c.mu.Lock()
-	c.messages = append(c.messages, received{m, unreliable})
+	c.messages = append(c.messages, received{msg: m, unreliable: unreliable})
 	c.mu.Unlock()
 }
 
@@ -438,6 +450,21 @@ func (c *client) unreliable(m roomwire.Message) []byte {
 	d := c.seal(roomudp.ChannelMessage, b)
 	c.write(d)
 	return d
+}
+
+// inputs sends one INPUTS datagram: data[i] is the input numbered
+// first+i, each with ack_frame 0.
+func (c *client) inputs(first uint32, data ...[]byte) {
+	c.t.Helper()
+	b := roomudp.AppendInputsHeader(nil, first, len(data))
+	for _, d := range data {
+		m, err := (&roomwire.Input{Data: d}).AppendTo(nil)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		b = roomudp.AppendInputEntry(b, m)
+	}
+	c.write(c.seal(roomudp.ChannelInputs, b))
 }
 
 // await waits for a message of type t and returns it with its channel.

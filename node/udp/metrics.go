@@ -24,12 +24,20 @@ const (
 	hsResent  = "resent"
 )
 
+// Results of an INPUT in an INPUTS datagram, the label values of
+// switchboard_node_udp_inputs_total.
+const (
+	inputTaken  = "taken"
+	inputRepeat = "repeat"
+)
+
 type metrics struct {
 	sessions prometheus.Gauge
 	in, out  prometheus.Counter
 	writes   prometheus.Counter
 	drop     map[string]prometheus.Counter
 	hs       map[string]prometheus.Counter
+	inputs   map[string]prometheus.Counter
 	all      []prometheus.Collector
 }
 
@@ -41,6 +49,7 @@ func newMetrics() *metrics {
 		writes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_write_batches_total", Help: "Batches the writer handed to the socket (datagrams out / batches = the average batch; each batch is one sendmmsg per udpio batch size)."}),
 		drop:     map[string]prometheus.Counter{},
 		hs:       map[string]prometheus.Counter{},
+		inputs:   map[string]prometheus.Counter{},
 	}
 	dv := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_node_udp_dropped_total", Help: "UDP datagrams dropped without an answer, by reason."}, []string{"reason"})
 	for _, r := range dropReasons {
@@ -50,6 +59,10 @@ func newMetrics() *metrics {
 	for _, r := range []string{hsWelcome, hsError, hsResent} {
 		m.hs[r] = hv.WithLabelValues(r)
 	}
-	m.all = []prometheus.Collector{m.sessions, m.in, m.out, m.writes, dv, hv}
+	iv := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_node_udp_inputs_total", Help: "INPUTs received in INPUTS datagrams, by result (taken: handed to the room; repeat: already taken, dropped)."}, []string{"result"})
+	for _, r := range []string{inputTaken, inputRepeat} {
+		m.inputs[r] = iv.WithLabelValues(r)
+	}
+	m.all = []prometheus.Collector{m.sessions, m.in, m.out, m.writes, dv, hv, iv}
 	return m
 }

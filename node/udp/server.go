@@ -272,6 +272,15 @@ func (r *reader) session(d []byte, from netip.AddrPort) {
 		r.dispatch(ss, body, true)
 		return
 	}
+	if ch == roomudp.ChannelInputs {
+		r.inputs(ss, body)
+		return
+	}
+	if ch == roomudp.ChannelFrame { // node to client only
+		r.drop(dropInvalid)
+		r.dispatch(ss, nil, false)
+		return
+	}
 	if err := ss.kcp.Input(body); err != nil {
 		if !errors.Is(err, kcploop.ErrClosed) {
 			r.drop(dropInvalid)
@@ -293,6 +302,39 @@ func (r *reader) session(d []byte, from netip.AddrPort) {
 			return
 		}
 		if !r.dispatch(ss, r.recv[:n], false) {
+			return
+		}
+	}
+}
+
+// inputs handles an INPUTS body: each INPUT numbered above the highest
+// taken so far goes to the room, oldest first; the others are repeats
+// and are counted only. A malformed body is dropped whole and counts as
+// an invalid message.
+func (r *reader) inputs(ss *session, body []byte) {
+	in, err := roomudp.ParseInputs(body)
+	if err != nil {
+		r.drop(dropInvalid)
+		r.dispatch(ss, nil, false)
+		return
+	}
+	taken := ss.inSeq.Load()
+	if in.Last() <= taken {
+		r.s.m.inputs[inputRepeat].Add(float64(in.Count))
+		return
+	}
+	ss.inSeq.Store(in.Last())
+	for {
+		seq, msg, ok := in.Next()
+		if !ok {
+			return
+		}
+		if seq <= taken {
+			r.s.m.inputs[inputRepeat].Inc()
+			continue
+		}
+		r.s.m.inputs[inputTaken].Inc()
+		if !r.dispatch(ss, msg, true) {
 			return
 		}
 	}

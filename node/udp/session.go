@@ -40,6 +40,9 @@ type session struct {
 	d           *node.Dispatcher // the reader's only
 
 	seating atomic.Bool // inside Seat: WELCOME is captured, not sent
+	// inSeq is the highest INPUTS sequence number taken (the reader
+	// writes it; every FRAME carries it as the acknowledgement).
+	inSeq atomic.Uint32
 
 	mu          sync.Mutex
 	addr        netip.AddrPort
@@ -102,9 +105,19 @@ func (ss *session) output(_ *kcploop.Conv, b []byte) {
 // would otherwise stream there until HandshakeTimeout — about 300
 // datagrams for one HANDSHAKE at 30 Hz. KCP is bounded by its backoff and
 // carries what the client must not miss.
+//
+// A FRAME goes on [roomudp.ChannelFrame] behind the highest input
+// sequence number taken from the session: the client's acknowledgement.
 func (ss *session) sendPayload(p []byte, unreliable bool) bool {
 	s := ss.s
-	if unreliable && len(p) <= s.cfg.MTU-roomudp.SessionOverhead {
+	if unreliable && len(p) > 0 && roomwire.Type(p[0]) == roomwire.TypeFrame {
+		if len(p) <= s.cfg.MTU-roomudp.SessionOverhead-roomudp.FrameHeaderSize {
+			if to, ok := ss.liveDest(); ok {
+				s.out.put(s, ss.send, roomudp.ChannelFrame, true, ss.inSeq.Load(), p, to)
+			}
+			return true
+		}
+	} else if unreliable && len(p) <= s.cfg.MTU-roomudp.SessionOverhead {
 		if to, ok := ss.liveDest(); ok {
 			s.out.seal(s, ss.send, roomudp.ChannelMessage, p, to)
 		}
@@ -256,6 +269,12 @@ func (q *outQueue) signal() {
 // seal queues one SESSION datagram: channel ch and body, sealed in place
 // by sl, to addr. A full queue drops it (counted).
 func (q *outQueue) seal(s *Server, sl *sealed.Sealer, ch byte, body []byte, addr netip.AddrPort) {
+	q.put(s, sl, ch, false, 0, body, addr)
+}
+
+// put is seal with, when pre, the 4 bytes of u32 pre32 before body (a
+// FRAME's input acknowledgement).
+func (q *outQueue) put(s *Server, sl *sealed.Sealer, ch byte, pre bool, pre32 uint32, body []byte, addr netip.AddrPort) {
 	q.mu.Lock()
 	if q.n == len(q.cur) {
 		q.mu.Unlock()
@@ -263,9 +282,14 @@ func (q *outQueue) seal(s *Server, sl *sealed.Sealer, ch byte, body []byte, addr
 		return
 	}
 	m := &q.cur[q.n]
-	buf := m.Buf[:sealed.HeaderSize+1+len(body)]
+	at := sealed.HeaderSize + 1
+	if pre {
+		binary.BigEndian.PutUint32(m.Buf[at:at+4], pre32)
+		at += 4
+	}
+	buf := m.Buf[:at+len(body)]
 	buf[sealed.HeaderSize] = ch
-	copy(buf[sealed.HeaderSize+1:], body)
+	copy(buf[at:], body)
 	out, err := sl.Seal(buf[:0], buf[sealed.HeaderSize:])
 	if err != nil {
 		q.mu.Unlock()

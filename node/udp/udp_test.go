@@ -425,3 +425,75 @@ func TestHandshakeRate(t *testing.T) {
 		return e.counter("switchboard_node_udp_dropped_total", "reason", "busy") == 1
 	})
 }
+
+// TestInputsRepeatedUntilAcknowledged: INPUTs on channel 2 reach the room
+// once each, oldest first; repeats and late datagrams are counted and
+// dropped; a gap the client left is skipped; every FRAME on channel 3
+// carries the highest input sequence number taken; a malformed INPUTS
+// datagram and a FRAME from a client are invalid.
+func TestInputsRepeatedUntilAcknowledged(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-inputs", 1)
+	tk, kid, sk := e.ticket("r-inputs", 0)
+	c := e.newClient(kid, sk)
+	c.handshake(helloBytes(t, tk))
+	c.pingPong()
+	c.reliable(&roomwire.Ready{})
+	c.await(roomwire.TypeRoomState)
+	if f := c.await(roomwire.TypeFrame); !f.frameCh || f.inputSeq != 0 {
+		t.Fatalf("first FRAME: channel 3 %v, input_seq %d", f.frameCh, f.inputSeq)
+	}
+	counter := func(result string) float64 {
+		return e.counter("switchboard_node_udp_inputs_total", "result", result)
+	}
+	// ackedWith waits for a FRAME acknowledging seq whose frames hold data.
+	ackedWith := func(seq uint32, data []byte) {
+		t.Helper()
+		waitFor(t, fmt.Sprintf("a FRAME acknowledging %d with input %x", seq, data), func() bool {
+			f := c.await(roomwire.TypeFrame)
+			if f.inputSeq > seq {
+				t.Fatalf("FRAME acknowledges %d, only %d sent", f.inputSeq, seq)
+			}
+			if f.inputSeq < seq {
+				return false
+			}
+			var m roomwire.Frame
+			if err := m.Unmarshal(f.msg); err != nil {
+				t.Fatal(err)
+			}
+			for _, tf := range m.Frames {
+				for _, in := range tf.Inputs {
+					if bytes.Equal(in.Data, data) {
+						return true
+					}
+				}
+			}
+			return false
+		})
+	}
+	c.inputs(1, []byte{0xa1})
+	ackedWith(1, []byte{0xa1})
+	c.inputs(1, []byte{0xa1}, []byte{0xb2}) // 1 repeated, 2 new
+	ackedWith(2, []byte{0xb2})
+	if taken, rep := counter("taken"), counter("repeat"); taken != 2 || rep != 1 {
+		t.Fatalf("taken %v repeat %v, want 2 and 1", taken, rep)
+	}
+	c.inputs(1, []byte{0xa1}, []byte{0xb2}) // late: nothing new
+	waitFor(t, "3 repeats", func() bool { return counter("repeat") == 3 })
+	c.inputs(5, []byte{0xe5}) // 3 and 4 left out by the client
+	ackedWith(5, []byte{0xe5})
+	if taken := counter("taken"); taken != 3 {
+		t.Fatalf("taken %v, want 3", taken)
+	}
+
+	invalid := e.counter("switchboard_node_udp_dropped_total", "reason", "invalid")
+	c.write(c.seal(roomudp.ChannelInputs, roomudp.AppendInputsHeader(nil, 9, 0)))
+	fr, _ := (&roomwire.Frame{}).AppendTo(nil)
+	c.write(c.seal(roomudp.ChannelFrame, roomudp.AppendFrame(nil, 1, fr)))
+	waitFor(t, "2 invalid datagrams", func() bool {
+		return e.counter("switchboard_node_udp_dropped_total", "reason", "invalid") == invalid+2
+	})
+	if taken := counter("taken"); taken != 3 {
+		t.Fatalf("taken %v after invalid datagrams, want 3", taken)
+	}
+}

@@ -2,7 +2,9 @@
 // (docs/protocol/rooms-udp.md): the session key derived from the
 // deployment's signing key and a connect ticket's id, the per-attempt
 // handshake and session keys, the HANDSHAKE datagram with its padding,
-// the HANDSHAKE REPLY payload and the SESSION datagram's channel byte.
+// the HANDSHAKE REPLY payload, the SESSION datagram's channel byte, and
+// the bodies of the INPUTS (numbered inputs, repeated until acknowledged)
+// and FRAME (a FRAME behind its input acknowledgement) channels.
 // Sealing itself is internal/sealed; the im.game.v1 messages and the
 // handshake inside are protocol/roomwire.
 //

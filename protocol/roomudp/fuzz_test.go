@@ -6,6 +6,7 @@ import (
 
 	"github.com/switchboardgg/switchboard/internal/sealed"
 	"github.com/switchboardgg/switchboard/protocol/roomudp"
+	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
 
 // FuzzDatagram feeds arbitrary datagrams through everything the node
@@ -67,10 +68,68 @@ func FuzzDatagram(f *testing.F) {
 				return
 			}
 			ch, body, err := roomudp.ParseSession(p)
-			if err == nil && (ch > roomudp.ChannelMessage || len(body) == 0) {
+			if err == nil && (ch > roomudp.ChannelFrame || len(body) == 0) {
 				t.Fatalf("channel %d body %x accepted", ch, body)
 			}
 			_ = roomudp.Unreliable(body, false)
+			_, _ = roomudp.ParseInputs(body)
+			_, _, _ = roomudp.ParseFrame(body)
+		}
+	})
+}
+
+// FuzzInputs feeds arbitrary INPUTS bodies to the node's parser. What it
+// accepts must hold exactly Count entries of consecutive sequence numbers
+// from FirstSeq, each an INPUT message of at most MaxInputEntry-1 bytes,
+// and re-encode to the same bytes; nothing it accepts may overflow the
+// sequence numbers.
+func FuzzInputs(f *testing.F) {
+	vs := readVectors(f)
+	for _, v := range vs.Inputs {
+		f.Add(unhex(f, v.Body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		in, err := roomudp.ParseInputs(body)
+		if err != nil {
+			return
+		}
+		if in.FirstSeq == 0 || in.Count < 1 || in.Count > roomudp.MaxInputsPerDatagram || in.Last() < in.FirstSeq {
+			t.Fatalf("accepted first %d count %d", in.FirstSeq, in.Count)
+		}
+		re := roomudp.AppendInputsHeader(nil, in.FirstSeq, in.Count)
+		want, n := in.FirstSeq, 0
+		for {
+			seq, msg, ok := in.Next()
+			if !ok {
+				break
+			}
+			if seq != want || len(msg) == 0 || len(msg) >= roomudp.MaxInputEntry || roomwire.Type(msg[0]) != roomwire.TypeInput {
+				t.Fatalf("entry %d: seq %d msg %x", n, seq, msg)
+			}
+			re = roomudp.AppendInputEntry(re, msg)
+			want++
+			n++
+		}
+		if n != in.Count || !bytes.Equal(re, body) {
+			t.Fatalf("%d entries of %d; re-encoded %x from %x", n, in.Count, re, body)
+		}
+	})
+}
+
+// FuzzFrame feeds arbitrary FRAME bodies to the client's parser: what it
+// accepts is a FRAME message behind 4 bytes, and re-encodes the same.
+func FuzzFrame(f *testing.F) {
+	vs := readVectors(f)
+	for _, v := range vs.Frame {
+		f.Add(unhex(f, v.Body))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		seq, fr, err := roomudp.ParseFrame(body)
+		if err != nil {
+			return
+		}
+		if len(fr) == 0 || roomwire.Type(fr[0]) != roomwire.TypeFrame || !bytes.Equal(roomudp.AppendFrame(nil, seq, fr), body) {
+			t.Fatalf("accepted %x as input_seq %d frame %x", body, seq, fr)
 		}
 	})
 }

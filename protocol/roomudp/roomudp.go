@@ -26,6 +26,29 @@ const (
 const (
 	ChannelKCP     = 0 // one KCP datagram of conversation WELCOME.conv
 	ChannelMessage = 1 // exactly one im.game.v1 message, unreliable
+	// ChannelInputs (client → node) carries the client's newest INPUTs
+	// not yet acknowledged, each with its sequence number: see
+	// [AppendInputs] and [ParseInputs].
+	ChannelInputs = 2
+	// ChannelFrame (node → client) carries one FRAME behind the highest
+	// input sequence the node has taken from this session: see
+	// [AppendFrame] and [ParseFrame].
+	ChannelFrame = 3
+)
+
+// Sizes and limits of the INPUTS and FRAME channels.
+const (
+	// MaxInputsPerDatagram is the most INPUTs one INPUTS datagram
+	// repeats. With inputs of 128 bytes they fit in 1,093 bytes.
+	MaxInputsPerDatagram = 8
+	// InputsHeaderSize is an INPUTS body's header: first_seq u32, count u8.
+	InputsHeaderSize = 5
+	// MaxInputEntry is the largest entry of an INPUTS body: a length
+	// byte and an INPUT message (type, ack_frame, a 2-byte varint
+	// length and 128 bytes of data).
+	MaxInputEntry = 1 + 1 + 4 + 2 + roomwire.MaxInputLen
+	// FrameHeaderSize is a FRAME body's header: input_seq u32.
+	FrameHeaderSize = 4
 )
 
 // Sizes and limits of the format.
@@ -95,6 +118,8 @@ var (
 	ErrTooLong = errors.New("roomudp: handshake too long")
 	ErrKeyID   = errors.New("roomudp: bad key id")
 	ErrChannel = errors.New("roomudp: unknown channel")
+	ErrInputs  = errors.New("roomudp: malformed INPUTS body")
+	ErrFrame   = errors.New("roomudp: malformed FRAME body")
 )
 
 // KeyID is a key's public id: the 16 bytes of a connect ticket's id.
@@ -237,7 +262,7 @@ func ParseSession(payload []byte) (channel byte, body []byte, err error) {
 	if len(payload) < 2 {
 		return 0, nil, ErrShort
 	}
-	if payload[0] != ChannelKCP && payload[0] != ChannelMessage {
+	if payload[0] > ChannelFrame {
 		return payload[0], nil, ErrChannel
 	}
 	return payload[0], payload[1:], nil
@@ -263,4 +288,92 @@ func Unreliable(msg []byte, fromNode bool) bool {
 		return !fromNode
 	}
 	return false
+}
+
+// AppendInputsHeader appends an INPUTS body's header to dst: the sequence
+// number of its first (oldest) input and how many follow. Append each
+// input with [AppendInputEntry], oldest first, sequence numbers
+// consecutive.
+func AppendInputsHeader(dst []byte, firstSeq uint32, count int) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, firstSeq)
+	return append(dst, byte(count))
+}
+
+// AppendInputEntry appends one entry of an INPUTS body: the length of
+// input (one encoded INPUT message, at most [MaxInputEntry]−1 bytes) and
+// the message.
+func AppendInputEntry(dst, input []byte) []byte {
+	return append(append(dst, byte(len(input))), input...)
+}
+
+// Inputs is a parsed INPUTS body. Its entries alias the body.
+type Inputs struct {
+	FirstSeq uint32 // the sequence number of the first entry
+	Count    int    // 1..MaxInputsPerDatagram
+	rest     []byte // the entries not yet returned by Next
+	next     uint32
+}
+
+// Last returns the sequence number of the last (newest) entry.
+func (in *Inputs) Last() uint32 { return in.FirstSeq + uint32(in.Count) - 1 }
+
+// Next returns the next entry's sequence number and INPUT message, and
+// false once every entry has been returned.
+func (in *Inputs) Next() (seq uint32, msg []byte, ok bool) {
+	if len(in.rest) == 0 {
+		return 0, nil, false
+	}
+	n := int(in.rest[0])
+	msg, in.rest = in.rest[1:1+n], in.rest[1+n:]
+	seq = in.next
+	in.next++
+	return seq, msg, true
+}
+
+// ParseInputs checks an INPUTS body whole before anything is used: the
+// first sequence number is at least 1 and the last does not pass 2³²−1,
+// the count is 1..[MaxInputsPerDatagram], every entry is a non-empty
+// message of type INPUT of at most [MaxInputEntry]−1 bytes, and no byte
+// follows the last entry. It returns [ErrInputs] otherwise. The INPUT
+// messages themselves are decoded by the receiver.
+func ParseInputs(body []byte) (Inputs, error) {
+	if len(body) < InputsHeaderSize {
+		return Inputs{}, ErrInputs
+	}
+	first := binary.BigEndian.Uint32(body)
+	count := int(body[4])
+	if first == 0 || count == 0 || count > MaxInputsPerDatagram || uint64(first)+uint64(count)-1 > 1<<32-1 {
+		return Inputs{}, ErrInputs
+	}
+	rest := body[InputsHeaderSize:]
+	for i, r := 0, rest; i < count; i++ {
+		if len(r) < 2 {
+			return Inputs{}, ErrInputs
+		}
+		n := int(r[0])
+		if n == 0 || n > MaxInputEntry-1 || n > len(r)-1 || roomwire.Type(r[1]) != roomwire.TypeInput {
+			return Inputs{}, ErrInputs
+		}
+		r = r[1+n:]
+		if i == count-1 && len(r) != 0 {
+			return Inputs{}, ErrInputs
+		}
+	}
+	return Inputs{FirstSeq: first, Count: count, rest: rest, next: first}, nil
+}
+
+// AppendFrame appends a FRAME body to dst: inputSeq, the highest input
+// sequence number the node has taken from the session (0 for none), then
+// frame, one encoded FRAME message.
+func AppendFrame(dst []byte, inputSeq uint32, frame []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(dst, inputSeq), frame...)
+}
+
+// ParseFrame splits a FRAME body; it returns [ErrFrame] when the body is
+// too short or its message is not a FRAME. The message aliases body.
+func ParseFrame(body []byte) (inputSeq uint32, frame []byte, err error) {
+	if len(body) <= FrameHeaderSize || roomwire.Type(body[FrameHeaderSize]) != roomwire.TypeFrame {
+		return 0, nil, ErrFrame
+	}
+	return binary.BigEndian.Uint32(body), body[FrameHeaderSize:], nil
 }

@@ -31,6 +31,34 @@ type vectorFile struct {
 	Handshake []handshakeVector `json:"handshake"`
 	Reply     []replyVector     `json:"reply"`
 	Replay    []replayVector    `json:"replay"`
+	Inputs    []inputsVector    `json:"inputs"`
+	Frame     []frameVector     `json:"frame"`
+}
+
+// inputsVector is an INPUTS body (channel 2) and what a node reads from
+// it: valid or not, and the INPUT message of each sequence number.
+type inputsVector struct {
+	Name     string        `json:"name"`
+	Body     string        `json:"body"`
+	Valid    bool          `json:"valid"`
+	FirstSeq uint32        `json:"first_seq,omitempty"`
+	Inputs   []inputsEntry `json:"inputs,omitempty"`
+}
+
+type inputsEntry struct {
+	Seq      uint32 `json:"seq"`
+	AckFrame uint32 `json:"ack_frame"`
+	Data     string `json:"data"`
+	Message  string `json:"message"`
+}
+
+// frameVector is a FRAME body (channel 3) and what a client reads from it.
+type frameVector struct {
+	Name     string `json:"name"`
+	Body     string `json:"body"`
+	Valid    bool   `json:"valid"`
+	InputSeq uint32 `json:"input_seq,omitempty"`
+	Frame    string `json:"frame,omitempty"`
 }
 
 type deriveVector struct {
@@ -93,7 +121,10 @@ const about = "Vectors of docs/protocol/rooms-udp.md. Byte strings are lowercase
 	"channel byte || body, sealed with key, key_id, sequence. handshake: HANDSHAKE datagrams (1200 bytes) carrying " +
 	"the rooms.md handshake bytes, sealed with the handshake I2R key (key id 0). reply: HANDSHAKE REPLY datagrams, " +
 	"server_nonce || message sealed with the handshake R2I key (key id 0). replay: datagrams given in order to one " +
-	"opener of key and key_id, with what it must do (ok, replay: dropped as already seen or too old, auth: dropped as forged)."
+	"opener of key and key_id, with what it must do (ok, replay: dropped as already seen or too old, auth: dropped as forged). " +
+	"inputs: INPUTS bodies (channel 2: first_seq u32, count u8, count x (length u8, INPUT message)) and whether a node " +
+	"accepts them, with each entry's sequence number and INPUT. frame: FRAME bodies (channel 3: input_seq u32, FRAME " +
+	"message) and whether a client accepts them."
 
 func unhex(t testing.TB, s string) []byte {
 	t.Helper()
@@ -196,6 +227,8 @@ func generate(t *testing.T) vectorFile {
 		{"kcp_first", rep(0x42, 32), 0x2a, 0, roomudp.ChannelKCP, kcpSeg},
 		{"frame_unreliable", rep(0x42, 32), 0x2a, 5, roomudp.ChannelMessage, hex.EncodeToString(frame)},
 		{"custom_unreliable_big_seq", rep(0x07, 32), 0xdeadbeef, 1000, roomudp.ChannelMessage, "200003010003616263"},
+		{"inputs_two", rep(0x42, 32), 0x2a, 6, roomudp.ChannelInputs, hex.EncodeToString(inputsBody(t, 11, 8, [][]byte{{0xa1}, {0xa2, 0xa3}}))},
+		{"frame_acked", rep(0x42, 32), 0x2a, 7, roomudp.ChannelFrame, hex.EncodeToString(roomudp.AppendFrame(nil, 12, frame))},
 	} {
 		payload := append([]byte{byte(s.channel)}, unhex(t, s.body)...)
 		d := sealAt(t, unhex(t, s.key), s.keyID, s.seq, nil, payload)
@@ -299,7 +332,71 @@ func generate(t *testing.T) vectorFile {
 		}
 		f.Replay = append(f.Replay, v)
 	}
+	f.Inputs = inputsVectors(t)
+	f.Frame = frameVectors(t, frame)
 	return f
+}
+
+// inputsBody builds an INPUTS body of len(data) inputs from first, the
+// i-th acknowledging frame ack+i.
+func inputsBody(t testing.TB, first, ack uint32, data [][]byte) []byte {
+	t.Helper()
+	b := roomudp.AppendInputsHeader(nil, first, len(data))
+	for i, d := range data {
+		m, err := (&roomwire.Input{AckFrame: ack + uint32(i), Data: d}).AppendTo(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = roomudp.AppendInputEntry(b, m)
+	}
+	return b
+}
+
+func inputsVectors(t testing.TB) []inputsVector {
+	valid := func(name string, first, ack uint32, data [][]byte) inputsVector {
+		v := inputsVector{Name: name, Body: hex.EncodeToString(inputsBody(t, first, ack, data)), Valid: true, FirstSeq: first}
+		for i, d := range data {
+			m, _ := (&roomwire.Input{AckFrame: ack + uint32(i), Data: d}).AppendTo(nil)
+			v.Inputs = append(v.Inputs, inputsEntry{Seq: first + uint32(i), AckFrame: ack + uint32(i),
+				Data: hex.EncodeToString(d), Message: hex.EncodeToString(m)})
+		}
+		return v
+	}
+	full := make([][]byte, roomudp.MaxInputsPerDatagram)
+	for i := range full {
+		full[i] = bytes.Repeat([]byte{byte(i + 1)}, roomwire.MaxInputLen)
+	}
+	one := inputsBody(t, 5, 3, [][]byte{{1, 2}})
+	bad := func(name string, b []byte) inputsVector {
+		return inputsVector{Name: name, Body: hex.EncodeToString(b)}
+	}
+	ping, _ := (&roomwire.Ping{ClientMS: 1}).AppendTo(nil)
+	return []inputsVector{
+		valid("one", 1, 0, [][]byte{{0x07}}),
+		valid("three_repeated", 40, 37, [][]byte{{0x01}, {0x02}, {}}),
+		valid("eight_full", 1000, 990, full),
+		valid("last_sequence", 1<<32-2, 5, [][]byte{{1}, {2}}),
+		bad("first_seq_zero", inputsBody(t, 0, 0, [][]byte{{1}})),
+		bad("count_zero", roomudp.AppendInputsHeader(nil, 5, 0)),
+		bad("count_nine", inputsBody(t, 5, 0, make([][]byte, 9))),
+		bad("sequence_overflow", inputsBody(t, 1<<32-1, 0, [][]byte{{1}, {2}})),
+		bad("trailing_byte", append(append([]byte(nil), one...), 0)),
+		bad("truncated", one[:len(one)-1]),
+		bad("count_over_entries", append(append([]byte(nil), one[:4]...), append([]byte{2}, one[5:]...)...)),
+		bad("empty_entry", append(roomudp.AppendInputsHeader(nil, 5, 1), 0)),
+		bad("not_an_input", roomudp.AppendInputEntry(roomudp.AppendInputsHeader(nil, 5, 1), ping)),
+		bad("short", []byte{0, 0, 0, 1}),
+	}
+}
+
+func frameVectors(t testing.TB, frame []byte) []frameVector {
+	ping, _ := (&roomwire.Ping{ClientMS: 1}).AppendTo(nil)
+	return []frameVector{
+		{Name: "acked", Body: hex.EncodeToString(roomudp.AppendFrame(nil, 12, frame)), Valid: true, InputSeq: 12, Frame: hex.EncodeToString(frame)},
+		{Name: "no_input_yet", Body: hex.EncodeToString(roomudp.AppendFrame(nil, 0, frame)), Valid: true, Frame: hex.EncodeToString(frame)},
+		{Name: "not_a_frame", Body: hex.EncodeToString(roomudp.AppendFrame(nil, 3, ping))},
+		{Name: "no_message", Body: "00000003"},
+	}
 }
 
 func readVectors(t testing.TB) vectorFile {
@@ -365,9 +462,18 @@ func TestVectors(t *testing.T) {
 			if err != nil || int(ch) != v.Channel || hex.EncodeToString(body) != v.Body {
 				t.Fatalf("channel %d body %x err %v", ch, body, err)
 			}
-			if ch == roomudp.ChannelMessage {
+			switch ch {
+			case roomudp.ChannelMessage:
 				if _, err := roomwire.Decode(body); err != nil || !roomudp.Unreliable(body, true) {
 					t.Fatalf("message %x: %v, or not allowed unreliable", body, err)
+				}
+			case roomudp.ChannelInputs:
+				if _, err := roomudp.ParseInputs(body); err != nil {
+					t.Fatal(err)
+				}
+			case roomudp.ChannelFrame:
+				if _, _, err := roomudp.ParseFrame(body); err != nil {
+					t.Fatal(err)
 				}
 			}
 		})
@@ -417,6 +523,45 @@ func TestVectors(t *testing.T) {
 			}
 			if _, err := roomwire.Decode(msg); err != nil {
 				t.Fatal(err)
+			}
+		})
+	}
+	for _, v := range f.Inputs {
+		t.Run("inputs/"+v.Name, func(t *testing.T) {
+			in, err := roomudp.ParseInputs(unhex(t, v.Body))
+			if (err == nil) != v.Valid {
+				t.Fatalf("valid %v, got %v", v.Valid, err)
+			}
+			if !v.Valid {
+				return
+			}
+			if in.FirstSeq != v.FirstSeq || in.Count != len(v.Inputs) || in.Last() != v.FirstSeq+uint32(len(v.Inputs))-1 {
+				t.Fatalf("first %d count %d", in.FirstSeq, in.Count)
+			}
+			for i := 0; ; i++ {
+				seq, msg, ok := in.Next()
+				if !ok {
+					if i != len(v.Inputs) {
+						t.Fatalf("%d entries, want %d", i, len(v.Inputs))
+					}
+					break
+				}
+				var m roomwire.Input
+				if err := m.Unmarshal(msg); err != nil || seq != v.Inputs[i].Seq || hex.EncodeToString(msg) != v.Inputs[i].Message ||
+					m.AckFrame != v.Inputs[i].AckFrame || hex.EncodeToString(m.Data) != v.Inputs[i].Data {
+					t.Fatalf("entry %d: seq %d msg %x err %v", i, seq, msg, err)
+				}
+			}
+		})
+	}
+	for _, v := range f.Frame {
+		t.Run("frame/"+v.Name, func(t *testing.T) {
+			seq, fr, err := roomudp.ParseFrame(unhex(t, v.Body))
+			if (err == nil) != v.Valid {
+				t.Fatalf("valid %v, got %v", v.Valid, err)
+			}
+			if v.Valid && (seq != v.InputSeq || hex.EncodeToString(fr) != v.Frame) {
+				t.Fatalf("input_seq %d frame %x", seq, fr)
 			}
 		})
 	}
