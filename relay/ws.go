@@ -82,6 +82,9 @@ type wsConn struct {
 	// over the connection: it stays open through that much silence, as
 	// they do, when that is longer than Config.WSIdleTimeout.
 	idle atomic.Int64
+	// closing is set by the writer once it has sent a close frame; the
+	// reader then keeps its read deadline short (see readLoop).
+	closing atomic.Bool
 
 	stopOnce sync.Once
 }
@@ -123,6 +126,10 @@ func (c *wsConn) send(_ netip.AddrPort, b []byte) bool {
 		return false
 	}
 }
+
+// closeWait bounds how long a connection waits for the client's close
+// frame once the node has sent its own.
+const closeWait = time.Second
 
 // goAway asks the writer to send a close frame (1001) and end.
 func (c *wsConn) goAway() {
@@ -172,6 +179,12 @@ func (c *wsConn) readLoop() {
 	frags := 0
 	for {
 		_ = c.nc.SetReadDeadline(time.Now().Add(max(s.cfg.WSIdleTimeout, time.Duration(c.idle.Load()))))
+		// The writer may have sent a close frame and shortened the deadline
+		// just before the line above lengthened it again: checked after
+		// setting, so one of the two short deadlines always wins.
+		if c.closing.Load() {
+			_ = c.nc.SetReadDeadline(time.Now().Add(closeWait))
+		}
 		h, err := ws.ReadHeader(br)
 		if err != nil {
 			return
@@ -268,7 +281,8 @@ func (c *wsConn) writeLoop() {
 			}
 			if err != nil || ws.OpCode(ctl[0]&0x0F) == ws.OpClose {
 				// Bound the wait for the client's close frame.
-				_ = c.nc.SetReadDeadline(time.Now().Add(time.Second))
+				c.closing.Store(true)
+				_ = c.nc.SetReadDeadline(time.Now().Add(closeWait))
 				return
 			}
 			continue
