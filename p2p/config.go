@@ -46,6 +46,13 @@ const (
 	DefaultMaxPeersPerNetwork = 256
 	// DefaultMaxConns caps the hub's connections, authenticated or not.
 	DefaultMaxConns = 10000
+	// DefaultPunchRate is the PUNCH_REQUESTs per second a peer may send,
+	// with a burst of DefaultPunchBurst.
+	DefaultPunchRate  = 1
+	DefaultPunchBurst = 4
+	// DefaultMaxPunchesPerPeer caps a peer's punches in flight (offered,
+	// before their deadline and both results).
+	DefaultMaxPunchesPerPeer = 4
 )
 
 // AnonymousPrefix starts the HELLO ticket of an anonymous peer: the rest
@@ -79,6 +86,8 @@ type Config struct {
 	NetworkBandwidth   float64 // bytes/s; negative: unlimited
 	MaxPeersPerNetwork int     // ≤ p2pwire.MaxPeersInSet
 	MaxConns           int
+	PunchRate          float64 // PUNCH_REQUESTs/s per peer; negative: unlimited
+	MaxPunchesPerPeer  int     // punches in flight per requester
 
 	// Logger receives the hub's logs (never a ticket, token or payload).
 	// Nil means slog.Default().
@@ -125,6 +134,8 @@ func (c Config) withDefaults() (Config, error) {
 	defF(&c.PeerMessageRate, DefaultPeerMessageRate)
 	defF(&c.PeerBandwidth, DefaultPeerBandwidth)
 	defF(&c.NetworkBandwidth, DefaultNetworkBandwidth)
+	defF(&c.PunchRate, DefaultPunchRate)
+	def(&c.MaxPunchesPerPeer, DefaultMaxPunchesPerPeer)
 	switch {
 	case c.MaxFrameSize < p2pwire.MinAnnouncedFrameSize || c.MaxFrameSize > p2pwire.MaxFrameSize:
 		return c, fmt.Errorf("%w: max frame size %d outside %d..%d", ErrConfig, c.MaxFrameSize, p2pwire.MinAnnouncedFrameSize, p2pwire.MaxFrameSize)
@@ -132,7 +143,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: send queue of %d bytes holds fewer than two frames of %d", ErrConfig, c.SendQueueBytes, c.MaxFrameSize)
 	case c.MaxPeersPerNetwork < 1 || c.MaxPeersPerNetwork > p2pwire.MaxPeersInSet:
 		return c, fmt.Errorf("%w: max peers per network %d outside 1..%d", ErrConfig, c.MaxPeersPerNetwork, p2pwire.MaxPeersInSet)
-	case c.MaxConns < 1, c.HelloTimeout < 0, c.IdleTimeout < 0, c.WriteTimeout < 0:
+	case c.MaxConns < 1, c.MaxPunchesPerPeer < 1, c.HelloTimeout < 0, c.IdleTimeout < 0, c.WriteTimeout < 0:
 		return c, fmt.Errorf("%w: negative timeout or connection cap", ErrConfig)
 	case c.ResumeWindow > time.Duration(1<<32-1)*time.Millisecond:
 		return c, fmt.Errorf("%w: resume window %s too long", ErrConfig, c.ResumeWindow)

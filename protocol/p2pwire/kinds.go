@@ -208,6 +208,7 @@ const (
 	CodeInternal           ErrorCode = 12 // the hub failed; the message may not have been delivered
 	CodeShuttingDown       ErrorCode = 13 // the hub is stopping; closing, reconnect through the API
 	CodeTimeout            ErrorCode = 14 // no HELLO in time; closing
+	CodeNotRegistered      ErrorCode = 15 // a punch needs both peers registered on UDP; one is not
 )
 
 var codeNames = map[ErrorCode]string{
@@ -215,7 +216,7 @@ var codeNames = map[ErrorCode]string{
 	CodeForbidden: "forbidden", CodeUnknownPeer: "unknown_peer", CodeTooLarge: "too_large",
 	CodeRateLimited: "rate_limited", CodeQuotaExceeded: "quota_exceeded", CodeNetworkFull: "network_full",
 	CodeKicked: "kicked", CodeSlowConsumer: "slow_consumer", CodeInternal: "internal",
-	CodeShuttingDown: "shutting_down", CodeTimeout: "timeout",
+	CodeShuttingDown: "shutting_down", CodeTimeout: "timeout", CodeNotRegistered: "not_registered",
 }
 
 // String returns the code's name, or "code N" for one this version does not
