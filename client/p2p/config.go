@@ -27,6 +27,30 @@ const (
 	DefaultMaxFrameSize = 16 << 20
 	// DefaultMaxPendingRequests bounds the requests in flight at once.
 	DefaultMaxPendingRequests = 4096
+	// DefaultUDPAddr is the local address of the UDP socket: any
+	// address, a port the system picks.
+	DefaultUDPAddr = ":0"
+	// DefaultUDPBuffer is the UDP socket's receive and send buffer asked
+	// for (the kernel caps it at net.core.rmem_max and wmem_max).
+	DefaultUDPBuffer = 4 << 20
+	// DefaultRegisterRetry is how often REGISTER is repeated until the
+	// hub answers.
+	DefaultRegisterRetry = 250 * time.Millisecond
+	// DefaultAddrCheckInterval is how often the local addresses are
+	// checked; a change registers again at once.
+	DefaultAddrCheckInterval = 2 * time.Second
+	// DefaultJumboRate paces jumbo chunks: 8 MiB/s, about 8,200
+	// datagrams a second (a 16 MB message takes 2 s).
+	DefaultJumboRate = 8 << 20
+	// DefaultJumboTimeout drops an incomplete jumbo message that got no
+	// new chunk for this long.
+	DefaultJumboTimeout = 3 * time.Second
+	// DefaultJumboMemory bounds the incomplete jumbo messages of one
+	// sender, in bytes: two of the largest.
+	DefaultJumboMemory = 2 * MaxJumboSize
+	// DefaultJumboTotalMemory bounds the incomplete jumbo messages of
+	// all senders, in bytes.
+	DefaultJumboTotalMemory = 128 << 20
 )
 
 // Config configures [Join]. The zero value works: every zero field takes
@@ -56,6 +80,30 @@ type Config struct {
 	// MaxPendingRequests bounds requests in flight. Zero means
 	// DefaultMaxPendingRequests.
 	MaxPendingRequests int
+	// DisableUDP leaves the UDP side off: no socket, SendUDP fails with
+	// ErrNoUDP.
+	DisableUDP bool
+	// UDPAddr is the UDP socket's local address. Empty means
+	// DefaultUDPAddr.
+	UDPAddr string
+	// UDPBuffer is the UDP socket buffer size asked for. Zero means
+	// DefaultUDPBuffer.
+	UDPBuffer int
+	// RegisterRetry: zero means DefaultRegisterRetry.
+	RegisterRetry time.Duration
+	// AddrCheckInterval: zero means DefaultAddrCheckInterval.
+	AddrCheckInterval time.Duration
+	// JumboRate paces jumbo sends, in bytes per second. Zero means
+	// DefaultJumboRate.
+	JumboRate int
+	// JumboTimeout: zero means DefaultJumboTimeout.
+	JumboTimeout time.Duration
+	// JumboMemory bounds one sender's incomplete jumbo messages, in
+	// bytes (at least MaxJumboSize). Zero means DefaultJumboMemory.
+	JumboMemory int
+	// JumboTotalMemory bounds all senders' incomplete jumbo messages, in
+	// bytes. Zero means DefaultJumboTotalMemory.
+	JumboTotalMemory int
 	// Logger receives rare events; never tickets, tokens or payloads. Nil
 	// means slog.Default().
 	Logger *slog.Logger
@@ -84,6 +132,24 @@ func (c *Config) resolve() Config {
 	}
 	if r.MaxPendingRequests <= 0 {
 		r.MaxPendingRequests = DefaultMaxPendingRequests
+	}
+	if r.UDPAddr == "" {
+		r.UDPAddr = DefaultUDPAddr
+	}
+	if r.UDPBuffer <= 0 {
+		r.UDPBuffer = DefaultUDPBuffer
+	}
+	set(&r.RegisterRetry, DefaultRegisterRetry)
+	set(&r.AddrCheckInterval, DefaultAddrCheckInterval)
+	set(&r.JumboTimeout, DefaultJumboTimeout)
+	if r.JumboRate <= 0 {
+		r.JumboRate = DefaultJumboRate
+	}
+	if r.JumboMemory <= 0 {
+		r.JumboMemory = DefaultJumboMemory
+	}
+	if r.JumboTotalMemory <= 0 {
+		r.JumboTotalMemory = DefaultJumboTotalMemory
 	}
 	if r.Logger == nil {
 		r.Logger = slog.Default()

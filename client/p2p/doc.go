@@ -58,5 +58,75 @@
 // in between fail with ErrDisconnected. When the window passes or the hub
 // refuses, the connection ends ([Peer.Err]).
 //
-// Not yet: the UDP half (P2P II).
+// # UDP
+//
+// When the hub's WELCOME carries a UDP session (a key id and a 32-byte
+// secret; docs/protocol/p2p.md §11), Connect opens one UDP socket
+// (Config.UDPAddr) and registers with the hub's UDP port (the TLS port's
+// number): REGISTER, sealed with the session's peer→hub key, repeated
+// every Config.RegisterRetry until REGISTERED, then every PingInterval
+// (keeping NAT mappings open) and at once when the local addresses
+// change. [Peer.Registered] is closed at the first answer and
+// [Peer.PublicEndpoint] is what the hub saw. [Peer.SendUDP] and
+// [Peer.BroadcastUDP] send an envelope as one UDP_MESSAGE, or, over
+// 1,104 bytes, as JUMBO fragments of 1,024 bytes paced at
+// Config.JumboRate, up to [MaxJumboSize] (16,256,000 bytes; larger is
+// ErrTooLarge). Received UDP messages arrive on Messages with
+// Message.UDP set; they are never waited for: a full Messages drops them
+// (UDPStats.DroppedQueueFull). Jumbo messages are reassembled within
+// Config.JumboMemory per sender and Config.JumboTotalMemory in all, and
+// dropped (UDPStats.JumboTimedOut) when no chunk came for
+// Config.JumboTimeout; nothing is retransmitted. Datagrams that do not
+// open (forged, another key, replayed) are dropped and counted,
+// never answered.
+//
+// The UDP side adds two goroutines: the UDP reader (opens, dispatches,
+// reassembles, answers PING) and the keeper (REGISTER). The TLS reader
+// stops them, and the extensions, before it closes Messages and Events.
+//
+// # Hooks (for this package's UDP extensions)
+//
+// Reliable channels (RELIABLE, KCP) and direct paths (hole punching) are
+// built inside this package on these unexported names, which stay
+// stable:
+//
+//   - Sending. p.sendDatagram(to, kind, rest) (Path, error) seals a routed
+//     datagram of any kind (rest = the kind's fields, at most
+//     p2pwire.MaxRoutedRest bytes) and sends it to peer to over the
+//     current path: the direct path installed for the peer when its up
+//     flag is set, else the hub (routing header `to`); a failed direct
+//     send falls back to the hub. p.broadcastDatagram(kind, rest) goes
+//     through the hub to the whole network. p.sealTo(sealer, addr, plain)
+//     seals a whole plaintext (routing header included) with any sealer
+//     and sends it from the peer's socket (punch probes). All serialize
+//     on one lock and allocate nothing.
+//   - Direct paths. A *directPath{peer, path (PathDirectUDP or
+//     PathDirectTCP), keyID, side (internal/p2pseal.PairSide: the pair
+//     key), writeTCP} with setRemote(addr) and up.Store(true) is
+//     installed with p.setDirectPath(d) and removed with
+//     p.clearDirectPath(d); p.directPath(peer) returns the current one.
+//     A UDP path's key id is registered for receiving: datagrams under it
+//     are opened with d.side.Open and come as from d.peer on
+//     PathDirectUDP. Direct datagrams have route_flags 0 (the
+//     sender is the other end). A punched TCP connection's reader hands
+//     each plaintext to p.dispatchDatagram(PathDirectTCP, peer, {}, 0,
+//     plain, now); writeTCP writes one (its framing is the punch code's).
+//   - Receiving. p.handleDatagrams(kind, h) registers h for received
+//     datagrams of kind (RELIABLE → reliable channels; the punch kinds
+//     0x25–0x3F, once p2pwire defines them → punch). h gets an
+//     *inDatagram: Kind, From (stamped by the hub, or the direct path's
+//     peer), Broadcast, Path (which path it came on), Src (UDP source),
+//     KeyID and Rest (the fields after the routing header, valid during
+//     the call only). It runs on the reader: it must not block. Messages
+//     to the application go through p.deliverUDP(m) (never waits).
+//   - Socket and endpoints. p.udpConn() is the socket (nil without UDP;
+//     write only through the calls above), p.udpLocal() its bound
+//     address (the port REGISTER announces), p.candidates() the local
+//     candidates registered, [Peer.PublicEndpoint] the hub-observed one.
+//   - Lifecycle. An extension appends a start function to the package
+//     variable extensions from an init function: Connect calls it with
+//     the peer (UDP up, readers not yet running; p.udp is nil without
+//     UDP) and keeps the stop function it returns; the stops run in
+//     reverse order when the connection ends, before Messages and Events
+//     close.
 package p2p

@@ -51,6 +51,11 @@ type Message struct {
 	From string
 	// Broadcast says the sender sent it to every peer of the network.
 	Broadcast bool
+	// UDP says it came as datagrams (SendUDP, BroadcastUDP): unreliable,
+	// and never a request.
+	UDP bool
+	// Path is the way it came: PathHub, or a direct path after a punch.
+	Path Path
 	Envelope
 
 	id uint64 // a request's message id; 0 for a message
@@ -152,6 +157,11 @@ type Peer struct {
 	err     error                     // guarded by mu; why the connection ended
 
 	endOnce sync.Once
+
+	// the UDP side (udp.go): nil without a UDP session
+	udp      *udpSide
+	extStops []func() // of the extensions, in start order
+	extOnce  sync.Once
 }
 
 // response is the outcome of a request: the answer or the hub's error.
@@ -198,6 +208,15 @@ func Connect(ctx context.Context, jr *api.P2PJoinResponse, cfg *Config) (*Peer, 
 	p.conn = conn
 	p.id, p.network, p.maxFrame = string(w.PeerID), w.Network, int(w.MaxFrameSize)
 	p.resumeToken, p.resumeWindow = w.ResumeToken, time.Duration(w.ResumeWindowMS)*time.Millisecond
+	if w.UDP != nil && !c.DisableUDP {
+		if err := p.startUDP(w.UDP); err != nil {
+			_ = conn.Close()
+			return nil, err
+		}
+	}
+	for _, start := range extensions {
+		p.extStops = append(p.extStops, start(p))
+	}
 	p.wg.Add(2)
 	go p.run(br)
 	go p.pingLoop()

@@ -27,6 +27,7 @@ func (p *Peer) run(br *bufio.Reader) {
 	defer p.wg.Done()
 	defer close(p.events)
 	defer close(p.msgs)
+	defer p.stopUDP() // before the channels close: UDP delivers to Messages
 	buf := make([]byte, 0, 64<<10)
 	for {
 		err := p.readConn(p.curConn(), br, buf)
@@ -100,6 +101,7 @@ func (p *Peer) resume(lost error) (*bufio.Reader, error) {
 		conn, br, w, err := p.dial(ctx, &p2pwire.Hello{ResumeToken: p.resumeToken})
 		if err == nil {
 			p.resumeToken = w.ResumeToken
+			p.rekeyUDP(w.UDP)
 			if !w.Resumed || string(w.PeerID) != p.id {
 				_ = conn.Close()
 				return nil, &ProtocolError{Err: errors.New("the hub did not resume the session")}

@@ -44,10 +44,15 @@ type Header struct {
 // for a datagram that cannot be one of ours. Nothing in the header is
 // to be trusted until Open succeeds.
 func ParseHeader(datagram []byte) (Header, error) {
+	return parseHeader(datagram, Version)
+}
+
+// parseHeader is ParseHeader for datagrams whose first byte is marker.
+func parseHeader(datagram []byte, marker byte) (Header, error) {
 	if len(datagram) < Overhead {
 		return Header{}, ErrShort
 	}
-	if datagram[0] != Version {
+	if datagram[0] != marker {
 		return Header{}, ErrVersion
 	}
 	return Header{
@@ -72,8 +77,9 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 // safe for concurrent use.
 type Sealer struct {
 	// immutable after NewSealer
-	aead  cipher.AEAD
-	keyID uint32
+	aead   cipher.AEAD
+	keyID  uint32
+	marker byte // the first byte of every datagram: Version unless NewMarkedSealer
 
 	next atomic.Uint64 // the next sequence number to use
 }
@@ -82,11 +88,19 @@ type Sealer struct {
 // direction's key from [DeriveKeys]) and writes keyID into every
 // datagram. Its first datagram has sequence number 0.
 func NewSealer(key []byte, keyID uint32) (*Sealer, error) {
+	return NewMarkedSealer(key, keyID, Version)
+}
+
+// NewMarkedSealer is [NewSealer] for a protocol that puts its own marker
+// byte where this package's format has its version (p2p datagrams start
+// with 0xE1, so that one port tells them from STUN). The marker is part
+// of the associated data like the version; nothing else changes.
+func NewMarkedSealer(key []byte, keyID uint32, marker byte) (*Sealer, error) {
 	aead, err := newAEAD(key)
 	if err != nil {
 		return nil, err
 	}
-	return &Sealer{aead: aead, keyID: keyID}, nil
+	return &Sealer{aead: aead, keyID: keyID, marker: marker}, nil
 }
 
 // Seal appends to dst the datagram that carries payload, with the next
@@ -111,7 +125,7 @@ func (s *Sealer) Seal(dst, payload []byte) ([]byte, error) {
 		}
 	}
 	start := len(dst)
-	dst = binary.BigEndian.AppendUint32(append(dst, Version), s.keyID)
+	dst = binary.BigEndian.AppendUint32(append(dst, s.marker), s.keyID)
 	dst = binary.BigEndian.AppendUint64(dst, seq)
 	// The nonce is the header's key id and sequence number, read from
 	// dst itself: a local array would escape through the interface call
@@ -126,8 +140,9 @@ func (s *Sealer) Next() uint64 { return s.next.Load() }
 // refuses replays. It is safe for concurrent use.
 type Opener struct {
 	// immutable after NewOpener
-	aead  cipher.AEAD
-	keyID uint32
+	aead   cipher.AEAD
+	keyID  uint32
+	marker byte // what the first byte must be: Version unless NewMarkedOpener
 
 	mu  sync.Mutex
 	win window // guarded by mu
@@ -136,11 +151,17 @@ type Opener struct {
 // NewOpener returns an Opener for datagrams sealed with key (KeySize
 // bytes) under keyID.
 func NewOpener(key []byte, keyID uint32) (*Opener, error) {
+	return NewMarkedOpener(key, keyID, Version)
+}
+
+// NewMarkedOpener is [NewOpener] for datagrams whose first byte is marker
+// (see [NewMarkedSealer]); any other first byte is [ErrVersion].
+func NewMarkedOpener(key []byte, keyID uint32, marker byte) (*Opener, error) {
 	aead, err := newAEAD(key)
 	if err != nil {
 		return nil, err
 	}
-	return &Opener{aead: aead, keyID: keyID}, nil
+	return &Opener{aead: aead, keyID: keyID, marker: marker}, nil
 }
 
 // Open authenticates datagram, decrypts its payload, appends it to dst
@@ -155,7 +176,7 @@ func (o *Opener) Open(dst, datagram []byte) ([]byte, uint64, error) {
 	if len(datagram) > MaxDatagram {
 		return dst, 0, ErrTooLarge
 	}
-	h, err := ParseHeader(datagram)
+	h, err := parseHeader(datagram, o.marker)
 	if err != nil {
 		return dst, 0, err
 	}
