@@ -465,3 +465,15 @@ func (a *attempt) remote() netip.AddrPort {
 	}
 	return a.d.remote()
 }
+
+// PathTo returns the path sends to peer take now: a direct path while one
+// is up, else PathHub.
+func (p *Peer) PathTo(peer string) Path {
+	if p.udp == nil {
+		return PathHub
+	}
+	if d := p.directPath(peer); d != nil && d.up.Load() {
+		return d.path
+	}
+	return PathHub
+}
