@@ -260,10 +260,16 @@ func (p *Peer) knows(id string) bool {
 }
 
 // targets returns the endpoints to probe: the other side's candidates,
-// then its public endpoint, without repeats.
+// then its public endpoint, without repeats. Loopback candidates are left
+// out unless the public endpoint is a loopback one too (both peers on the
+// hub's machine): elsewhere they name this side's own machine.
 func (a *attempt) targets() []netip.AddrPort {
 	out := make([]netip.AddrPort, 0, maxPunchTargets)
+	loop := a.offer.Public.Addr().IsLoopback()
 	for _, c := range append(a.offer.Candidates, a.offer.Public) {
+		if c.Addr().IsLoopback() && !loop {
+			continue
+		}
 		if c.IsValid() && !contains(out, c) && len(out) < maxPunchTargets {
 			out = append(out, c)
 		}
