@@ -53,6 +53,22 @@ const (
 	// DefaultMaxPunchesPerPeer caps a peer's punches in flight (offered,
 	// before their deadline and both results).
 	DefaultMaxPunchesPerPeer = 4
+	// DefaultPeerDatagramRate is the datagrams per second a peer may
+	// have the hub's UDP port route (a broadcast counts once per
+	// recipient); the burst is one second's worth. It leaves room for a
+	// jumbo message at the SDK's default pace (8 MiB/s, about 8,200
+	// datagrams a second).
+	DefaultPeerDatagramRate = 20000
+	// DefaultUDPBatch is how many datagrams one system call moves.
+	DefaultUDPBatch = 64
+	// DefaultSTUNRatePerSource is the STUN answers per second per source
+	// address (burst one second's worth).
+	DefaultSTUNRatePerSource = 5
+	// DefaultSTUNRate is the STUN answers per second in all.
+	DefaultSTUNRate = 2000
+	// DefaultSTUNMaxSources bounds the source addresses whose STUN rate
+	// is tracked.
+	DefaultSTUNMaxSources = 4096
 )
 
 // AnonymousPrefix starts the HELLO ticket of an anonymous peer: the rest
@@ -88,6 +104,15 @@ type Config struct {
 	MaxConns           int
 	PunchRate          float64 // PUNCH_REQUESTs/s per peer; negative: unlimited
 	MaxPunchesPerPeer  int     // punches in flight per requester
+
+	// DisableUDP leaves UDP out of WELCOME (no key is handed out);
+	// ServeUDP is then not called.
+	DisableUDP        bool
+	PeerDatagramRate  float64 // datagrams/s per peer; negative: unlimited
+	UDPBatch          int     // datagrams per system call, ≤ udpio.MaxBatch
+	STUNRatePerSource float64 // STUN answers/s per source address
+	STUNRate          float64 // STUN answers/s in all
+	STUNMaxSources    int     // source addresses tracked for the STUN rate
 
 	// Logger receives the hub's logs (never a ticket, token or payload).
 	// Nil means slog.Default().
@@ -136,6 +161,11 @@ func (c Config) withDefaults() (Config, error) {
 	defF(&c.NetworkBandwidth, DefaultNetworkBandwidth)
 	defF(&c.PunchRate, DefaultPunchRate)
 	def(&c.MaxPunchesPerPeer, DefaultMaxPunchesPerPeer)
+	defF(&c.PeerDatagramRate, DefaultPeerDatagramRate)
+	defF(&c.STUNRatePerSource, DefaultSTUNRatePerSource)
+	defF(&c.STUNRate, DefaultSTUNRate)
+	def(&c.UDPBatch, DefaultUDPBatch)
+	def(&c.STUNMaxSources, DefaultSTUNMaxSources)
 	switch {
 	case c.MaxFrameSize < p2pwire.MinAnnouncedFrameSize || c.MaxFrameSize > p2pwire.MaxFrameSize:
 		return c, fmt.Errorf("%w: max frame size %d outside %d..%d", ErrConfig, c.MaxFrameSize, p2pwire.MinAnnouncedFrameSize, p2pwire.MaxFrameSize)
@@ -143,6 +173,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: send queue of %d bytes holds fewer than two frames of %d", ErrConfig, c.SendQueueBytes, c.MaxFrameSize)
 	case c.MaxPeersPerNetwork < 1 || c.MaxPeersPerNetwork > p2pwire.MaxPeersInSet:
 		return c, fmt.Errorf("%w: max peers per network %d outside 1..%d", ErrConfig, c.MaxPeersPerNetwork, p2pwire.MaxPeersInSet)
+	case c.UDPBatch < 1 || c.STUNMaxSources < 1 || c.STUNRatePerSource <= 0 || c.STUNRate <= 0:
+		return c, fmt.Errorf("%w: UDP batch, STUN sources and STUN rates must be positive", ErrConfig)
 	case c.MaxConns < 1, c.MaxPunchesPerPeer < 1, c.HelloTimeout < 0, c.IdleTimeout < 0, c.WriteTimeout < 0:
 		return c, fmt.Errorf("%w: negative timeout or connection cap", ErrConfig)
 	case c.ResumeWindow > time.Duration(1<<32-1)*time.Millisecond:

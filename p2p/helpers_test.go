@@ -63,16 +63,24 @@ func startHub(t testing.TB, tweak func(*Config)) *testHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
+	pc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ln.Addr().(*net.TCPAddr).AddrPort()))
+	if err != nil {
+		_ = ln.Close()
+		t.Fatal(err)
+	}
+	served := make(chan error, 2)
 	go func() { served <- h.Serve(ln) }()
+	go func() { served <- h.ServeUDP(pc) }()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := h.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
 		}
-		if err := <-served; !errors.Is(err, ErrServerClosed) {
-			t.Errorf("serve: %v", err)
+		for range 2 {
+			if err := <-served; !errors.Is(err, ErrServerClosed) {
+				t.Errorf("serve: %v", err)
+			}
 		}
 	})
 	return &testHub{t: t, h: h, addr: ln.Addr().String(), fingerprint: store.Fingerprint(), keys: keys, cfg: cfg}

@@ -44,6 +44,10 @@ type Hub struct {
 
 	nconns atomic.Int64 // connections, for MaxConns
 	wg     sync.WaitGroup
+
+	udp  *udpSock // guarded by mu; the socket of ServeUDP (udp.go)
+	kmu  sync.RWMutex
+	keys map[uint32]*peer // guarded by kmu; UDP key id → peer
 }
 
 // Load is what the hub reports in the node registry.
@@ -69,6 +73,7 @@ type peer struct {
 	idb      []byte // id as bytes, for stamping
 	username string
 	net      *network
+	udp      *udpPeer // nil with Config.DisableUDP; immutable after join
 
 	mu          sync.Mutex
 	cond        sync.Cond
@@ -121,6 +126,7 @@ func New(cfg Config) (*Hub, error) {
 		cfg: cfg, log: cfg.Logger,
 		networks: map[string]*network{}, resume: map[string]*peer{},
 		conns: map[*conn]struct{}{}, lns: map[net.Listener]struct{}{},
+		keys: map[uint32]*peer{},
 	}
 	h.m = newMetrics(h, cfg.Registerer)
 	h.punch = newBroker()
@@ -222,6 +228,9 @@ func (h *Hub) stop() []*peer {
 	h.closing = true
 	for ln := range h.lns {
 		_ = ln.Close()
+	}
+	if h.udp != nil {
+		_ = h.udp.pc.Close()
 	}
 	for c := range h.conns {
 		if !c.admitted {
@@ -437,6 +446,9 @@ func (h *Hub) welcome(p *peer, resumed bool) *p2pwire.Welcome {
 		w.ResumeWindowMS = uint32(h.cfg.ResumeWindow / time.Millisecond)
 		w.ResumeToken = []byte(p.resumeToken)
 	}
+	if p.udp != nil {
+		w.UDP = &p2pwire.UDPSession{KeyID: p.udp.keyID, Secret: p.udp.secret}
+	}
 	return w
 }
 
@@ -470,6 +482,12 @@ func (h *Hub) join(c *conn, t *tokens.HubTicket) (*p2pwire.Welcome, p2pwire.Erro
 		return nil, p2pwire.CodeNetworkFull, "the network is full"
 	}
 	p.net = n
+	if !h.cfg.DisableUDP { // after p.net: the UDP reader finds p by its key
+		if err := h.addUDPPeer(p); err != nil {
+			h.log.Error("hub: UDP key", "err", err)
+			return nil, p2pwire.CodeInternal, "the hub could not make a UDP key"
+		}
+	}
 	n.peers[p.id] = p
 	n.version++
 	n.ver.Store(n.version)
@@ -583,6 +601,7 @@ func (h *Hub) remove(p *peer, reason string) {
 	p.out, p.events = nil, nil
 	p.mu.Unlock()
 	p.cond.Broadcast()
+	h.dropUDPPeer(p)
 	delete(n.peers, p.id)
 	n.version++
 	n.ver.Store(n.version)

@@ -15,6 +15,11 @@ type metrics struct {
 	dropped    map[string]prometheus.Counter // peers removed, by reason
 	writes     prometheus.Counter
 	punches    map[string]prometheus.Counter // by result
+
+	// UDP port
+	udpIn, udpOut, udpRouted, udpBroadcasts prometheus.Counter
+	udpRegisters, udpRebinds, stunAnswered  prometheus.Counter
+	udpDrop                                 map[string]prometheus.Counter // by reason
 }
 
 // refusal reasons and drop reasons counted.
@@ -22,6 +27,10 @@ var (
 	refuseReasons = []string{"malformed", "unauthorized", "forbidden", "unknown_peer", "too_large", "rate_limited", "quota_exceeded", "network_full", "timeout", "unsupported_version", "not_registered"}
 	punchResults  = []string{"offered", "refused", "up", "failed"}
 	dropReasons   = []string{"goodbye", "resume_expired", "slow_consumer", "kicked", "shutting_down", "malformed", "too_large"}
+	// UDPDropReasons are the reasons the hub drops a datagram, as
+	// switchboard_hub_udp_dropped_total counts them (docs/metrics.md).
+	UDPDropReasons = []string{"not_ours", "unknown_key", "unauthenticated", "replay", "malformed", "too_large",
+		"unknown_peer", "not_registered", "rate_limited", "stun_refused", "stun_rate_limited", "seal_failed", "write_failed"}
 )
 
 func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
@@ -47,8 +56,36 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 		writes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_hub_writes_total", Help: "Coalesced writes to peer connections.",
 		}),
+		udpIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_udp_datagrams_in_total", Help: "Datagrams read on the hub's UDP port (all, before any check).",
+		}),
+		udpOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_udp_datagrams_out_total", Help: "Datagrams the hub's UDP port sent (routed, REGISTERED, PONG, STUN answers).",
+		}),
+		udpRouted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_udp_routed_total", Help: "Datagrams re-sealed for a recipient (a broadcast counts once per recipient).",
+		}),
+		udpBroadcasts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_udp_broadcasts_total", Help: "Broadcast datagrams received from peers.",
+		}),
+		udpRegisters: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_udp_registers_total", Help: "REGISTERs answered.",
+		}),
+		udpRebinds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_udp_rebinds_total", Help: "Peers whose authenticated datagrams came from a new endpoint (NAT rebinding).",
+		}),
+		stunAnswered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_stun_answered_total", Help: "STUN binding requests answered.",
+		}),
+		udpDrop: map[string]prometheus.Counter{},
 		refused: map[string]prometheus.Counter{},
 		dropped: map[string]prometheus.Counter{},
+	}
+	udpDrop := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchboard_hub_udp_dropped_total", Help: "Datagrams the hub's UDP port dropped, by reason.",
+	}, []string{"reason"})
+	for _, r := range UDPDropReasons {
+		m.udpDrop[r] = udpDrop.WithLabelValues(r)
 	}
 	for _, r := range refuseReasons {
 		m.refused[r] = refused.WithLabelValues(r)
@@ -66,6 +103,7 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.conns, m.routed, m.routedB, m.broadcasts, m.writes, refused, dropped, punches,
+			m.udpIn, m.udpOut, m.udpRouted, m.udpBroadcasts, m.udpRegisters, m.udpRebinds, m.stunAnswered, udpDrop,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "switchboard_hub_peers", Help: "Peers in a network, connected or within their resume window.",
 			}, func() float64 { return float64(h.Load().Peers) }),

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,16 +24,6 @@ import (
 // requester's next request or result) or when both results arrived, and
 // everything of a peer when it leaves its network.
 
-// PairKeyIDBit is set in every pair key id the hub draws, so a pair key id
-// never equals a hub session key id (which the hub allocates below it).
-const PairKeyIDBit = 1 << 31
-
-// udpInfo is what a peer's UDP registration told the hub.
-type udpInfo struct {
-	public     netip.AddrPort
-	candidates []netip.AddrPort
-}
-
 // punch is one brokered punch, in flight until its deadline.
 type punch struct {
 	id       uint64
@@ -44,7 +35,6 @@ type punch struct {
 // broker holds the punch state of a hub.
 type broker struct {
 	mu      sync.Mutex
-	udp     map[*peer]udpInfo // registered peers
 	punches map[uint64]*punch
 	byPeer  map[*peer][]*punch // a requester's punches in flight
 	limits  map[*peer]*bucket  // per-requester request rate
@@ -53,22 +43,42 @@ type broker struct {
 
 func newBroker() *broker {
 	return &broker{
-		udp: map[*peer]udpInfo{}, punches: map[uint64]*punch{},
-		byPeer: map[*peer][]*punch{}, limits: map[*peer]*bucket{},
+		punches: map[uint64]*punch{},
+		byPeer:  map[*peer][]*punch{}, limits: map[*peer]*bucket{},
 	}
 }
 
-// noteUDP records p's public endpoint and local candidates, as the hub's
-// UDP side learns them from REGISTER (and again on NAT rebinding).
-func (h *Hub) noteUDP(p *peer, public netip.AddrPort, candidates []netip.AddrPort) {
-	b := h.punch
-	c := append([]netip.AddrPort(nil), candidates...)
-	if len(c) > p2pwire.MaxCandidates {
-		c = c[:p2pwire.MaxCandidates]
+// udpOf returns what p's UDP side told the hub: the public endpoint its
+// authenticated datagrams come from and the candidates of its last
+// REGISTER; ok is false before its first authenticated datagram (the
+// hub's UDP side routes nothing to it either).
+func udpOf(p *peer) (public netip.AddrPort, cands []netip.AddrPort, ok bool) {
+	u := p.udp
+	if u == nil {
+		return public, nil, false
 	}
-	b.mu.Lock()
-	b.udp[p] = udpInfo{public: public, candidates: c}
-	b.mu.Unlock()
+	ep := u.ep.Load()
+	if ep == nil {
+		return public, nil, false
+	}
+	u.mu.Lock()
+	cands = slices.Clone(u.cands)
+	u.mu.Unlock()
+	return *ep, cands, true
+}
+
+// pairKeyID draws a pair key id that is no peer's hub session key id, so
+// a receiver tells its datagrams apart by key id alone.
+func (h *Hub) pairKeyID() uint32 {
+	var b [4]byte
+	h.kmu.RLock()
+	defer h.kmu.RUnlock()
+	for {
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		if id := binary.BigEndian.Uint32(b[:]); id != 0 && h.keys[id] == nil {
+			return id
+		}
+	}
 }
 
 // forgetPunches drops everything the broker holds about p; the hub calls
@@ -77,7 +87,6 @@ func (h *Hub) forgetPunches(p *peer) {
 	b := h.punch
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.udp, p)
 	delete(b.limits, p)
 	for _, x := range b.byPeer[p] {
 		delete(b.punches, x.id)
@@ -125,8 +134,8 @@ func (h *Hub) punchRequest(c *conn, body []byte, now int64) bool {
 		b.mu.Unlock()
 		return refuse(p2pwire.CodeRateLimited, req.Peer, "too many punches in flight")
 	}
-	ua, okA := b.udp[p]
-	ub, okB := b.udp[q]
+	pubA, candA, okA := udpOf(p)
+	pubB, candB, okB := udpOf(q)
 	if !okA || !okB {
 		b.mu.Unlock()
 		who := "the other peer has"
@@ -141,19 +150,15 @@ func (h *Hub) punchRequest(c *conn, body []byte, now int64) bool {
 	b.byPeer[p] = append(b.byPeer[p], x)
 	b.mu.Unlock()
 
-	var rnd [4 + p2pwire.PairSecretSize]byte
-	_, _ = rand.Read(rnd[:]) // never fails (crypto/rand)
 	offer := p2pwire.PunchOffer{
 		PunchID: x.id, RequestID: req.RequestID, Transport: req.Transport, TimeoutMS: req.TimeoutMS,
-		Peer: p2pwire.PeerID(q.id), KeyID: binary.BigEndian.Uint32(rnd[:4]) | PairKeyIDBit,
-		Public: ub.public, Candidates: ub.candidates,
+		Peer: p2pwire.PeerID(q.id), KeyID: h.pairKeyID(), Public: pubB, Candidates: candB,
 	}
-	copy(offer.Secret[:], rnd[4:])
+	_, _ = rand.Read(offer.Secret[:]) // never fails (crypto/rand)
 	h.sendControl(p, &offer)
-	offer.RequestID, offer.Peer, offer.Public, offer.Candidates = 0, p2pwire.PeerID(p.id), ua.public, ua.candidates
+	offer.RequestID, offer.Peer, offer.Public, offer.Candidates = 0, p2pwire.PeerID(p.id), pubA, candA
 	h.sendControl(q, &offer)
 	clear(offer.Secret[:])
-	clear(rnd[:])
 	h.m.punch("offered")
 	h.log.Debug("p2p: punch offered", "punch", x.id, "from", p.id, "to", q.id, "transport", req.Transport.String())
 	return true

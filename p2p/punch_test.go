@@ -1,39 +1,22 @@
 package p2p
 
 import (
+	"net"
 	"net/netip"
 	"slices"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/switchboardgg/switchboard/protocol/p2pwire"
 )
 
-// registerUDP records c's UDP registration as the hub's UDP side does on
-// REGISTER.
-func (th *testHub) registerUDP(c *client, public string, cands ...string) {
+// registerUDP registers c on the hub's UDP port from a socket of its
+// own, and returns that socket's address (the public endpoint the hub
+// records).
+func (th *testHub) registerUDP(c *client) netip.AddrPort {
 	th.t.Helper()
-	h := th.h
-	h.mu.Lock()
-	var p *peer
-	for _, n := range h.networks {
-		n.mu.RLock()
-		if q := n.peers[string(c.id())]; q != nil {
-			p = q
-		}
-		n.mu.RUnlock()
-	}
-	h.mu.Unlock()
-	if p == nil {
-		th.t.Fatalf("no peer %s", c.id())
-	}
-	var cs []netip.AddrPort
-	for _, s := range cands {
-		cs = append(cs, netip.MustParseAddrPort(s))
-	}
-	h.noteUDP(p, netip.MustParseAddrPort(public), cs)
+	u := th.udp(c)
+	u.register()
+	return u.uc.LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
 func TestPunchOffers(t *testing.T) {
@@ -41,8 +24,8 @@ func TestPunchOffers(t *testing.T) {
 	alice, _ := th.join("alice", "lobby")
 	bob, _ := th.join("bob", "lobby")
 	expect[*p2pwire.PeerEvents](alice)
-	th.registerUDP(alice, "198.18.0.2:40001", "198.19.1.2:40001")
-	th.registerUDP(bob, "198.18.0.3:40001", "198.19.2.2:40001", "10.0.0.2:40001")
+	pubA := th.registerUDP(alice)
+	pubB := th.registerUDP(bob)
 
 	alice.send(&p2pwire.PunchRequest{RequestID: 42, Transport: p2pwire.TransportUDP, TimeoutMS: 3000, Peer: bob.id()})
 	oa := expect[*p2pwire.PunchOffer](alice)
@@ -50,17 +33,16 @@ func TestPunchOffers(t *testing.T) {
 	if oa.PunchID == 0 || oa.PunchID != ob.PunchID || oa.KeyID != ob.KeyID || oa.Secret != ob.Secret {
 		t.Fatalf("offers disagree:\n%+v\n%+v", oa, ob)
 	}
-	if oa.KeyID&PairKeyIDBit == 0 || oa.Secret == ([32]byte{}) {
+	if oa.KeyID == alice.welcome.UDP.KeyID || oa.KeyID == bob.welcome.UDP.KeyID || oa.Secret == ([32]byte{}) {
 		t.Fatalf("pair key %#x / %x", oa.KeyID, oa.Secret)
 	}
 	if oa.RequestID != 42 || ob.RequestID != 0 || !oa.Initiator() || ob.Initiator() {
 		t.Fatalf("request ids %d, %d", oa.RequestID, ob.RequestID)
 	}
-	if oa.Peer != bob.id() || oa.Public != netip.MustParseAddrPort("198.18.0.3:40001") || len(oa.Candidates) != 2 {
+	if oa.Peer != bob.id() || oa.Public != pubB || !slices.Equal(oa.Candidates, []netip.AddrPort{pubB}) {
 		t.Fatalf("alice's offer names %s %s %v", oa.Peer, oa.Public, oa.Candidates)
 	}
-	if ob.Peer != alice.id() || ob.Public != netip.MustParseAddrPort("198.18.0.2:40001") ||
-		!slices.Equal(ob.Candidates, []netip.AddrPort{netip.MustParseAddrPort("198.19.1.2:40001")}) {
+	if ob.Peer != alice.id() || ob.Public != pubA || !slices.Equal(ob.Candidates, []netip.AddrPort{pubA}) {
 		t.Fatalf("bob's offer names %s %s %v", ob.Peer, ob.Public, ob.Candidates)
 	}
 	if oa.TimeoutMS != 3000 || ob.TimeoutMS != 3000 || oa.Transport != p2pwire.TransportUDP {
@@ -108,12 +90,12 @@ func TestPunchRefused(t *testing.T) {
 		alice.send(&p2pwire.PunchRequest{RequestID: id, Transport: p2pwire.TransportUDP, TimeoutMS: 10000, Peer: to})
 	}
 
-	th.registerUDP(alice, "198.18.0.2:40001")
+	th.registerUDP(alice)
 	req(1, bob.id())
 	if e := alice.expectError(p2pwire.CodeNotRegistered, false); e.MessageID != 1 || e.Peer != bob.id() {
 		t.Fatalf("not registered: %+v", e)
 	}
-	th.registerUDP(bob, "198.18.0.3:40001")
+	th.registerUDP(bob)
 	req(2, "nobody~x")
 	if e := alice.expectError(p2pwire.CodeUnknownPeer, false); e.MessageID != 2 {
 		t.Fatalf("unknown peer: %+v", e)
@@ -138,15 +120,16 @@ func TestPunchRefused(t *testing.T) {
 		t.Errorf("refused %v, want 5", got)
 	}
 
-	// When bob leaves, the broker forgets him.
-	bob.send(&p2pwire.Goodbye{})
-	expect[*p2pwire.PeerEvents](alice)
+	// When alice leaves, the broker forgets her punches and her limit.
+	alice.send(&p2pwire.Goodbye{})
+	expect[*p2pwire.PunchOffer](bob)
+	expect[*p2pwire.PunchOffer](bob)
+	expect[*p2pwire.PeerEvents](bob)
 	th.h.punch.mu.Lock()
-	_, known := th.h.punch.udp[nil]
-	n := len(th.h.punch.udp)
+	n := len(th.h.punch.punches) + len(th.h.punch.byPeer) + len(th.h.punch.limits)
 	th.h.punch.mu.Unlock()
-	if known || n != 1 {
-		t.Errorf("broker still holds %d registrations after bob left, want alice's only", n)
+	if n != 0 {
+		t.Errorf("broker still holds %d entries after alice left", n)
 	}
 }
 
@@ -155,8 +138,8 @@ func TestPunchRateLimited(t *testing.T) {
 	alice, _ := th.join("alice", "lobby")
 	bob, _ := th.join("bob", "lobby")
 	expect[*p2pwire.PeerEvents](alice)
-	th.registerUDP(alice, "198.18.0.2:40001")
-	th.registerUDP(bob, "198.18.0.3:40001")
+	th.registerUDP(alice)
+	th.registerUDP(bob)
 	offers, limited := 0, 0
 	for i := range 20 {
 		alice.send(&p2pwire.PunchRequest{RequestID: uint64(i + 1), Transport: p2pwire.TransportUDP, TimeoutMS: 1000, Peer: bob.id()})
@@ -181,13 +164,4 @@ func TestPunchRateLimited(t *testing.T) {
 	if offers < DefaultPunchBurst || limited == 0 {
 		t.Errorf("%d offers, %d rate limited", offers, limited)
 	}
-}
-
-func counterValue(t *testing.T, c prometheus.Counter) float64 {
-	t.Helper()
-	var m dto.Metric
-	if err := c.Write(&m); err != nil {
-		t.Fatal(err)
-	}
-	return m.GetCounter().GetValue()
 }

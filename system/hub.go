@@ -110,6 +110,16 @@ func (s *System) startHub(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("system: %w", err)
 	}
+	var pc *net.UDPConn // the hub's UDP port: the TLS port's number (issue 11)
+	if !hc.DisableUDP {
+		ua, err := net.ResolveUDPAddr("udp", bound)
+		if err != nil {
+			return fmt.Errorf("system: hub UDP address %q: %w", bound, err)
+		}
+		if pc, err = net.ListenUDP("udp", ua); err != nil {
+			return fmt.Errorf("system: hub UDP port: %w", err)
+		}
+	}
 	public := c.Hub.PublicAddr
 	if public == "" {
 		public = bound
@@ -125,12 +135,19 @@ func (s *System) startHub(ctx context.Context) error {
 	if hb.maxConns == 0 {
 		hb.maxConns = p2p.DefaultMaxConns
 	}
+	closeUDP := func() {
+		if pc != nil {
+			_ = pc.Close()
+		}
+	}
 	stopCmds, err := serveHubCommands(bb, id, h) // before registering: the API may ask at once
 	if err != nil {
+		closeUDP()
 		_ = h.Close()
 		return err
 	}
 	if err := hb.put(ctx, false); err != nil {
+		closeUDP()
 		_ = stopCmds()
 		_ = h.Close()
 		return fmt.Errorf("system: hub %s: register: %w", id, err)
@@ -152,7 +169,15 @@ func (s *System) startHub(ctx context.Context) error {
 		}
 		return nil
 	})
-	s.log.Info("hub serving", "addr", bound, "tls_sha256", st.Fingerprint())
+	if pc != nil {
+		s.serve("hub_udp", func() error {
+			if err := h.ServeUDP(pc); !errors.Is(err, p2p.ErrServerClosed) {
+				return err
+			}
+			return nil
+		})
+	}
+	s.log.Info("hub serving", "addr", bound, "udp", pc != nil, "tls_sha256", st.Fingerprint())
 	return nil
 }
 

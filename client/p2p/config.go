@@ -86,6 +86,10 @@ type Config struct {
 	// UDPAddr is the UDP socket's local address. Empty means
 	// DefaultUDPAddr.
 	UDPAddr string
+	// HubUDPAddr is where datagrams to the hub go, HOST:PORT. Empty
+	// means the hub's TLS address (the hub serves UDP on the same port
+	// number); set it for a UDP proxy in front of the hub.
+	HubUDPAddr string
 	// UDPBuffer is the UDP socket buffer size asked for. Zero means
 	// DefaultUDPBuffer.
 	UDPBuffer int

@@ -67,10 +67,17 @@ func startHub(t testing.TB, tweak func(*hub.Config)) *testHub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
+	pc, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(ln.Addr().(*net.TCPAddr).AddrPort()))
+	if err != nil {
+		_ = ln.Close()
+		t.Fatal(err)
+	}
+	served := make(chan error, 2)
 	go func() { served <- h.Serve(ln) }()
+	go func() { served <- h.ServeUDP(pc) }()
 	t.Cleanup(func() {
 		_ = h.Close()
+		<-served
 		<-served
 	})
 	return &testHub{t: t, h: h, addr: ln.Addr().String(), fingerprint: st.Fingerprint(), certFile: certFile, keys: keys}

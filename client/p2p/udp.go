@@ -176,9 +176,13 @@ func (p *Peer) startUDP(s *p2pwire.UDPSession) error {
 	if err != nil {
 		return fmt.Errorf("p2p: UDP keys: %w", err)
 	}
-	ra, err := net.ResolveUDPAddr("udp", p.hub.Address)
+	hubUDP := p.hub.Address
+	if p.cfg.HubUDPAddr != "" {
+		hubUDP = p.cfg.HubUDPAddr
+	}
+	ra, err := net.ResolveUDPAddr("udp", hubUDP)
 	if err != nil {
-		return fmt.Errorf("p2p: hub UDP address %q: %w", p.hub.Address, err)
+		return fmt.Errorf("p2p: hub UDP address %q: %w", hubUDP, err)
 	}
 	hubAddr := ra.AddrPort()
 	hubAddr = netip.AddrPortFrom(hubAddr.Addr().Unmap(), hubAddr.Port())
