@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/switchboardgg/switchboard/internal/p2pseal"
@@ -60,6 +61,7 @@ type puncher struct {
 	offers map[uint64]chan *p2pwire.PunchOffer // guarded by mu; request id → its Punch call
 	live   map[uint64]*attempt                 // guarded by mu; punch id → attempt or direct path
 	closed bool                                // guarded by mu
+	ignore atomic.Bool                         // tests: drop offers
 }
 
 // attempt is one punch from offer to deadline, and then the direct path
@@ -194,6 +196,9 @@ func (p *Peer) Punch(ctx context.Context, peer string, transport Transport) erro
 // onOffer takes a PUNCH_OFFER from the TLS reader: the requester's goes
 // to its Punch call, the other side's starts an attempt of its own.
 func (pp *puncher) onOffer(m *p2pwire.PunchOffer) {
+	if pp.ignore.Load() {
+		return
+	}
 	if m.Initiator() {
 		pp.mu.Lock()
 		ch := pp.offers[m.RequestID]
