@@ -124,6 +124,21 @@ type P2PNetworkList struct {
 type P2PPeer struct {
 	PeerID   string `json:"peer_id"`
 	Username string `json:"username"`
+	// UDP is the peer's traffic on the hub's UDP port; absent when the
+	// hub serves no UDP.
+	UDP *P2PPeerUDP `json:"udp,omitempty"`
+}
+
+// P2PPeerUDP is one peer's counters on its hub's UDP port: what the hub
+// routed for it. Traffic on a direct (punched) path does not appear here.
+type P2PPeerUDP struct {
+	// Endpoint is where its authenticated datagrams come from (its NAT
+	// mapping), "" before the first.
+	Endpoint     string `json:"endpoint,omitempty"`
+	DatagramsIn  uint64 `json:"datagrams_in"`
+	DatagramsOut uint64 `json:"datagrams_out"`
+	BytesIn      uint64 `json:"bytes_in"`
+	BytesOut     uint64 `json:"bytes_out"`
 }
 
 // P2PPeerList is the answer of GET /p2p/v1/networks/{network}/peers.

@@ -237,9 +237,10 @@ func fingerprint(der []byte) string {
 
 // benchPeer is one connection speaking p2pwire.
 type benchPeer struct {
-	c  *tls.Conn
-	br *bufio.Reader
-	id p2pwire.PeerID
+	c       *tls.Conn
+	br      *bufio.Reader
+	id      p2pwire.PeerID
+	welcome *p2pwire.Welcome
 }
 
 func dialPeer(ctx context.Context, addr string, tcfg *tls.Config, network string) (*benchPeer, error) {
@@ -268,7 +269,7 @@ func dialPeer(ctx context.Context, addr string, tcfg *tls.Config, network string
 	}
 	switch m := m.(type) {
 	case *p2pwire.Welcome:
-		p.id = m.PeerID
+		p.id, p.welcome = m.PeerID, m
 	case *p2pwire.Error:
 		_ = c.Close()
 		return nil, fmt.Errorf("bench p2p: the hub refused: %s (%s); does it run with --allow-anonymous (and --hub-max-peers at least --peers)?", m.Code, m.Reason)

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 )
 
@@ -230,8 +231,9 @@ type HubKickRequest struct {
 
 // HubPeer is one peer as a hub reports it.
 type HubPeer struct {
-	PeerID   string `json:"peer_id"`
-	Username string `json:"username"`
+	PeerID   string          `json:"peer_id"`
+	Username string          `json:"username"`
+	UDP      *api.P2PPeerUDP `json:"udp,omitempty"` // nil when the hub serves no UDP
 }
 
 // HubCommandReply is a hub's answer: {"ok": true, ...} with the peers of

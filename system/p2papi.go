@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/p2p"
 	"github.com/switchboardgg/switchboard/protocol/p2pwire"
@@ -29,7 +30,14 @@ func (c hubCommands) Peers(_ context.Context, req *store.HubPeersRequest) (*stor
 	ids := c.h.Peers(req.Network)
 	out := &store.HubCommandReply{Peers: make([]store.HubPeer, 0, len(ids))}
 	for _, id := range ids {
-		out.Peers = append(out.Peers, store.HubPeer{PeerID: id, Username: p2pwire.PeerID(id).Username()})
+		hp := store.HubPeer{PeerID: id, Username: p2pwire.PeerID(id).Username()}
+		if u, ok := c.h.PeerUDP(req.Network, id); ok {
+			hp.UDP = &api.P2PPeerUDP{DatagramsIn: u.DatagramsIn, DatagramsOut: u.DatagramsOut, BytesIn: u.BytesIn, BytesOut: u.BytesOut}
+			if u.Endpoint.IsValid() {
+				hp.UDP.Endpoint = u.Endpoint.String()
+			}
+		}
+		out.Peers = append(out.Peers, hp)
 	}
 	return out, nil
 }

@@ -232,3 +232,48 @@ func TestE2EServerAPI(t *testing.T) {
 		t.Fatalf("networks = %+v, %v", nets, err)
 	}
 }
+
+// UDP through a whole deployment: the hub serves UDP on its TLS port's
+// number, two peers register and exchange datagrams, and the server API
+// shows each peer's UDP counters.
+func TestE2EUDP(t *testing.T) {
+	d := launch(t)
+	ctx := context.Background()
+	alice, err := d.join("alice", p2p.JoinRequest{Network: "udp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := d.join("bob", p2p.JoinRequest{Network: "udp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*p2p.Peer{alice, bob} {
+		select {
+		case <-p.Registered():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: not registered", p.ID())
+		}
+	}
+	if err := alice.SendUDP(ctx, bob.ID(), p2p.Envelope{Header: "hi", Payload: []byte("over udp")}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		m := nextMessage(t, bob)
+		if m.UDP {
+			if m.From != alice.ID() || string(m.Payload) != "over udp" {
+				t.Fatalf("bob got %+v", m)
+			}
+			break
+		}
+	}
+	var list api.P2PPeerList
+	if err := d.server("GET", "/p2p/v1/networks/udp/peers", nil, &list); err != nil || len(list.Peers) != 2 {
+		t.Fatalf("server peer list = %+v, %v", list, err)
+	}
+	for _, p := range list.Peers {
+		u := p.UDP
+		if u == nil || u.Endpoint == "" || u.DatagramsIn == 0 || u.DatagramsOut == 0 || u.BytesIn == 0 {
+			t.Fatalf("%s: UDP counters %+v", p.PeerID, u)
+		}
+	}
+}

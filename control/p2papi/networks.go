@@ -224,7 +224,7 @@ func (s *Server) listPeers(ctx context.Context, c *httpapi.Call) (int, any, erro
 	}
 	out := &api.P2PPeerList{Network: n.Name, Peers: make([]api.P2PPeer, 0, len(reply.Peers))}
 	for _, p := range reply.Peers {
-		out.Peers = append(out.Peers, api.P2PPeer{PeerID: p.PeerID, Username: p.Username})
+		out.Peers = append(out.Peers, api.P2PPeer{PeerID: p.PeerID, Username: p.Username, UDP: p.UDP})
 	}
 	slices.SortFunc(out.Peers, func(a, b api.P2PPeer) int { return strings.Compare(a.PeerID, b.PeerID) })
 	return http.StatusOK, out, nil
