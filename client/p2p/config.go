@@ -119,6 +119,9 @@ type Config struct {
 	// DirectTimeout: a direct path unanswered this long goes back to the
 	// hub. Zero means DefaultDirectTimeout.
 	DirectTimeout time.Duration
+	// Reliable configures the reliable channels (SendReliable); its zero
+	// value works.
+	Reliable ReliableConfig
 	// Logger receives rare events; never tickets, tokens or payloads. Nil
 	// means slog.Default().
 	Logger *slog.Logger

@@ -106,3 +106,13 @@ type ProtocolError struct{ Err error }
 
 func (e *ProtocolError) Error() string { return fmt.Sprintf("p2p: protocol error: %v", e.Err) }
 func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// Errors of the reliable channels.
+var (
+	// ErrBadChannel is returned by [Peer.SendReliable] for a channel
+	// other than Ch1, Ch2 and Realtime.
+	ErrBadChannel = errors.New("p2p: no such reliable channel")
+	// ErrTooManyConversations is returned by [Peer.SendReliable] when
+	// ReliableConfig.MaxConversations are open already.
+	ErrTooManyConversations = errors.New("p2p: too many reliable conversations")
+)

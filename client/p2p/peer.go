@@ -171,6 +171,8 @@ type Peer struct {
 	extStops []func() // of the extensions, in start order
 	extOnce  sync.Once
 	punch    *puncher // hole punching (punch.go); nil without UDP
+
+	rel *channels // the reliable channels (reliable_peer.go); set before the readers run, nil without UDP
 }
 
 // response is the outcome of a request: the answer or the hub's error.

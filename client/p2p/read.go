@@ -288,6 +288,9 @@ func (p *Peer) applyEvents(m *p2pwire.PeerEvents) {
 
 // emit queues an event, waiting while Events is full.
 func (p *Peer) emit(e Event) {
+	if e.Type == EventPeerLeft && p.rel != nil {
+		p.rel.peerLeft(e.Peer)
+	}
 	select {
 	case p.events <- e:
 	case <-p.closing:

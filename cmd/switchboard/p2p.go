@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 
@@ -32,6 +33,7 @@ func newP2PChatCmd() *cobra.Command {
 		network  string
 		joinCode string
 		username string
+		fopt     fileOptions
 	)
 	cmd := &cobra.Command{
 		Use:   "chat --network NAME",
@@ -49,6 +51,10 @@ Commands:
                      punch a direct path to PEER (default udp): from then on
                      what you send PEER goes straight to it, not through
                      the hub, while the path is up
+  /send PEER FILE    send a file on reliable channel Ch1 (UDP, through the
+                     hub or direct), with progress lines; the receiver saves
+                     it in --save-dir under a safe new name, never
+                     overwriting, up to --max-file-size
   /quit              leave (so does end of input, or Ctrl-C)
 
 Each change of the path to a peer is printed as "* path to PEER: PATH",
@@ -61,6 +67,9 @@ ends the connection (kicked, shutting down, …) or the join fails.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if network == "" && joinCode == "" {
 				return errors.New("p2p chat: give --network or --join-code")
+			}
+			if st, err := os.Stat(fopt.dir); err != nil || !st.IsDir() {
+				return fmt.Errorf("p2p chat: --save-dir %q is not a directory", fopt.dir)
 			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
@@ -76,7 +85,7 @@ ends the connection (kicked, shutting down, …) or the join fails.`,
 				return fmt.Errorf("p2p chat: %w", err)
 			}
 			defer peer.Close()
-			err = chat(ctx, peer, cmd.InOrStdin(), cmd.OutOrStdout())
+			err = chat(ctx, peer, fopt, cmd.InOrStdin(), cmd.OutOrStdout())
 			if err != nil {
 				return fmt.Errorf("p2p chat: %w", err)
 			}
@@ -88,6 +97,8 @@ ends the connection (kicked, shutting down, …) or the join fails.`,
 	fl.StringVar(&network, "network", "", "the network's `NAME` (made by the first join when it does not exist)")
 	fl.StringVar(&joinCode, "join-code", "", "the network's join `CODE`, when it has one")
 	fl.StringVar(&username, "username", "", "your `NAME` (default: chat-<random>)")
+	fl.StringVar(&fopt.dir, "save-dir", ".", "the `DIR` where files sent to you with /send are saved")
+	fl.Int64Var(&fopt.maxSize, "max-file-size", defaultMaxFileSize, "the largest file accepted from /send, in `BYTES`")
 	return cmd
 }
 
@@ -119,7 +130,7 @@ func p2pLogin(ctx context.Context, af *apiFlags, username string) (*session.Clie
 // chat runs the chat loop of peer: lines of in are sent, messages and
 // events are written to out. It returns nil when in ends, /quit is typed
 // or ctx ends, and the reason when the connection ended first.
-func chat(ctx context.Context, peer *p2p.Peer, in io.Reader, out io.Writer) error {
+func chat(ctx context.Context, peer *p2p.Peer, fopt fileOptions, in io.Reader, out io.Writer) error {
 	var mu sync.Mutex
 	say := func(format string, args ...any) {
 		mu.Lock()
@@ -130,7 +141,10 @@ func chat(ctx context.Context, peer *p2p.Peer, in io.Reader, out io.Writer) erro
 
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer peer.Close() // closes Events and Messages, ending the printers
+	fs := newFiles(peer, fopt, say)
+	defer fs.wait()
+	defer peer.Close() // closes Events, Messages and Reliable, ending the printers
+	wg.Go(func() { fs.receive(ctx) })
 	wg.Go(func() {
 		for ev := range peer.Events() {
 			switch ev.Type {
@@ -182,7 +196,7 @@ func chat(ctx context.Context, peer *p2p.Peer, in io.Reader, out io.Writer) erro
 		case <-readDone:
 			return nil
 		case line := <-lines:
-			quit, err := chatLine(ctx, peer, line, say)
+			quit, err := chatLine(ctx, peer, fs, line, say)
 			if err != nil {
 				if errors.Is(err, p2p.ErrClosed) {
 					return hubEnded(peer.Err())
@@ -205,7 +219,7 @@ func hubEnded(err error) error {
 }
 
 // chatLine acts on one typed line, and reports whether it was /quit.
-func chatLine(ctx context.Context, peer *p2p.Peer, line string, say func(string, ...any)) (bool, error) {
+func chatLine(ctx context.Context, peer *p2p.Peer, fs *files, line string, say func(string, ...any)) (bool, error) {
 	switch {
 	case strings.TrimSpace(line) == "":
 		return false, nil
@@ -234,8 +248,10 @@ func chatLine(ctx context.Context, peer *p2p.Peer, line string, say func(string,
 			return false, errors.New("usage: /msg PEER text")
 		}
 		return false, peer.Send(ctx, to, p2p.Envelope{Header: "chat", Payload: []byte(text)})
+	case strings.HasPrefix(line, "/send "):
+		return false, fs.send(ctx, strings.TrimPrefix(line, "/send "))
 	case strings.HasPrefix(line, "/"):
-		return false, errors.New("unknown command; try /peers, /msg PEER text, /udp PEER text, /punch PEER [udp|tcp] or /quit")
+		return false, errors.New("unknown command; try /peers, /msg PEER text, /udp PEER text, /send PEER FILE, /punch PEER [udp|tcp] or /quit")
 	}
 	return false, peer.Broadcast(ctx, p2p.Envelope{Header: "chat", Payload: []byte(line)})
 }
