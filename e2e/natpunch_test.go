@@ -1,13 +1,20 @@
 package e2e_test
 
 import (
+	"bytes"
+	"crypto/rand"
 	"fmt"
+	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/switchboardgg/switchboard/api"
+	"github.com/switchboardgg/switchboard/client/session"
 	"github.com/switchboardgg/switchboard/internal/natlab"
 )
 
@@ -25,9 +32,38 @@ type natChat struct {
 	id string
 }
 
+// hubPeers returns the hub's own counters of the lab network's peers
+// (server API GET /p2p/v1/networks/lab/peers), called from the hub's
+// namespace.
+func hubPeers(t *testing.T, l *natlab.Lab, p *proc) map[string]api.P2PPeerUDP {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DialContext: l.DialContext(l.Hub)}, Timeout: 10 * time.Second}
+	srv, err := session.NewCaller(p.ready.API, &session.Config{HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list api.P2PPeerList
+	if _, err := srv.Do(testContext(t, 10*time.Second), "GET", "/p2p/v1/networks/lab/peers", p.ready.ServerKey, nil, &list); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]api.P2PPeerUDP{}
+	for _, pe := range list.Peers {
+		if pe.UDP != nil {
+			out[pe.PeerID] = *pe.UDP
+		}
+	}
+	return out
+}
+
 // startLab builds a lab of mode, starts the hub in it and joins alice
 // (behind natA) and bob (behind natB) to one network.
 func startLab(t *testing.T, mode natlab.Mode) (*natlab.Lab, *natChat, *natChat) {
+	l, _, a, b := startLabHub(t, mode)
+	return l, a, b
+}
+
+// startLabHub is startLab, also returning the hub's process.
+func startLabHub(t *testing.T, mode natlab.Mode) (*natlab.Lab, *proc, *natChat, *natChat) {
 	t.Helper()
 	l := natlab.New(t, mode)
 	hubHost := natlab.HubAddr.String()
@@ -38,14 +74,14 @@ func startLab(t *testing.T, mode natlab.Mode) (*natlab.Lab, *natChat, *natChat) 
 	b := startNATChat(t, l, natlab.B, "bob", p.readyFile)
 	a.wait(`\* ` + regexp.QuoteMeta(b.id) + ` joined`)
 	b.wait(`\* ` + regexp.QuoteMeta(a.id) + ` joined`)
-	return l, a, b
+	return l, p, a, b
 }
 
 func startNATChat(t *testing.T, l *natlab.Lab, s natlab.Side, user, readyFile string) *natChat {
 	t.Helper()
 	c := &chatProc{t: t, out: new(syncBuffer), done: make(chan struct{})}
 	c.cmd = exec.Command("ip", "netns", "exec", l.Peer[s], binary, "p2p", "chat",
-		"--network", "lab", "--username", user, "--ready-file", readyFile)
+		"--network", "lab", "--username", user, "--ready-file", readyFile, "--save-dir", t.TempDir())
 	c.cmd.Stdout, c.cmd.Stderr = c.out, c.out
 	var err error
 	if c.in, err = c.cmd.StdinPipe(); err != nil {
@@ -110,7 +146,7 @@ func sendUDP(t *testing.T, from, to *natChat, tag string, n int) {
 }
 
 func TestNATPunchEIM(t *testing.T) {
-	l, a, b := startLab(t, natlab.EIM)
+	l, hub, a, b := startLabHub(t, natlab.EIM)
 	const n = 40
 
 	// UDP: both sides see the path go direct; n UDP messages of 1 kB then
@@ -121,11 +157,24 @@ func TestNATPunchEIM(t *testing.T) {
 	a.say("/peers")
 	a.wait(`(?m)^  ` + regexp.QuoteMeta(b.id) + ` \(direct-udp\)$`)
 	u0, _ := hubCount(t, l)
+	c0 := hubPeers(t, l, hub)
 	sendUDP(t, a, b, "udp-direct", n)
 	sendUDP(t, b, a, "udp-back", n)
 	u1, _ := hubCount(t, l)
+	c1 := hubPeers(t, l, hub)
 	if d := u1.Bytes - u0.Bytes; d >= n*1000 {
 		t.Errorf("hub received %d UDP bytes during %d kB sent direct: the traffic went through the hub", d, 2*n)
+	}
+	// The hub's own counters agree: it routed none of those messages.
+	for _, id := range []string{a.id, b.id} {
+		if d := c1[id].BytesIn - c0[id].BytesIn; d >= n*1000 {
+			t.Errorf("the hub counted %d bytes in from %s during the direct transfer", d, id)
+		}
+	}
+	// Through the hub (before the punch) they would have been counted:
+	// the registrations at least were.
+	if c1[a.id].DatagramsIn == 0 || c1[b.id].DatagramsIn == 0 {
+		t.Errorf("the hub's counters saw nothing of the peers: %+v", c1)
 	}
 	t.Logf("UDP direct: the hub saw %d packets, %d bytes while %d messages of 1 kB went each way", u1.Packets-u0.Packets, u1.Bytes-u0.Bytes, n)
 
@@ -146,7 +195,7 @@ func TestNATPunchEIM(t *testing.T) {
 }
 
 func TestNATPunchSymmetricFails(t *testing.T) {
-	l, a, b := startLab(t, natlab.Symmetric)
+	l, hub, a, b := startLabHub(t, natlab.Symmetric)
 	const n = 20
 	for _, tr := range []string{"udp", "tcp"} {
 		start := time.Now()
@@ -165,18 +214,74 @@ func TestNATPunchSymmetricFails(t *testing.T) {
 	a.wait(`(?m)^  ` + regexp.QuoteMeta(b.id) + ` \(hub\)$`)
 	// Traffic stays on the hub: its counter moves by at least what was sent.
 	u0, _ := hubCount(t, l)
+	c0 := hubPeers(t, l, hub)
 	sendUDP(t, a, b, "via-hub", n)
 	u1, _ := hubCount(t, l)
+	c1 := hubPeers(t, l, hub)
 	if d := u1.Bytes - u0.Bytes; d < n*1000 {
 		t.Errorf("hub received %d UDP bytes for %d messages of 1 kB: they did not go through it", d, n)
+	}
+	if d := c1[a.id].DatagramsIn - c0[a.id].DatagramsIn; d < n {
+		t.Errorf("the hub counted %d datagrams in from %s for %d messages", d, a.id, n)
+	}
+	if d := c1[b.id].DatagramsOut - c0[b.id].DatagramsOut; d < n {
+		t.Errorf("the hub counted %d datagrams out to %s for %d messages", d, b.id, n)
+	}
+}
+
+// TestNATFallbackKeepsReliableData breaks a punched UDP path with a drop
+// rule at natA while a file goes over reliable channel Ch1 (/send): both
+// sides go back to the hub when their keep-alives stop being answered,
+// the channel's retransmissions go through the hub, and the file arrives
+// whole (the receiver checks its SHA-256; the test compares the bytes).
+// The hub's counter shows the rest of the transfer going through it.
+func TestNATFallbackKeepsReliableData(t *testing.T) {
+	l, a, b := startLab(t, natlab.EIM)
+	a.say("/punch " + b.id + " udp")
+	a.wait(`\* path to ` + regexp.QuoteMeta(b.id) + `: direct-udp`)
+	b.wait(`\* path to ` + regexp.QuoteMeta(a.id) + `: direct-udp`)
+
+	const size = 16 << 20
+	data := make([]byte, size)
+	_, _ = rand.Read(data)
+	file := filepath.Join(t.TempDir(), "blob.bin")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	u0, _ := hubCount(t, l)
+	a.say("/send " + b.id + " " + file)
+	a.wait(`send blob.bin to ` + regexp.QuoteMeta(b.id) + `: 25%`)
+	u1, _ := hubCount(t, l)
+	undo, err := l.Block(natlab.A, natlab.NATBAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = undo() }()
+	a.wait(`\* path to ` + regexp.QuoteMeta(b.id) + `: hub`)
+	b.wait(`\* path to ` + regexp.QuoteMeta(a.id) + `: hub`)
+	saved := b.wait(`\* saved blob\.bin from ` + regexp.QuoteMeta(a.id) + ` as (\S+) `)
+	a.wait(regexp.QuoteMeta(b.id) + ` saved file`)
+	u2, _ := hubCount(t, l)
+	got, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("the saved file differs: %d bytes, want %d", len(got), size)
+	}
+	t.Logf("hub UDP bytes: %d while direct (first quarter), %d after the break (the rest)", u1.Bytes-u0.Bytes, u2.Bytes-u1.Bytes)
+	if d := u1.Bytes - u0.Bytes; d >= size/8 {
+		t.Errorf("the hub received %d bytes during the direct part of the transfer", d)
+	}
+	if d := u2.Bytes - u1.Bytes; d < size/4 {
+		t.Errorf("the hub received %d bytes after the fallback, less than a quarter of the file", d)
 	}
 }
 
 // TestNATDirectPathFallsBack breaks a punched UDP path with a drop rule at
 // natA: both sides go back to the hub when their keep-alives stop being
-// answered, and messages flow through the hub again (its counter moves).
-// Reliable channels are not used here (they are another branch's): the
-// messages are UDP messages sent after the fallback.
+// answered, and UDP messages flow through the hub again (its counter
+// moves); with the rule removed, a new punch goes direct again.
 func TestNATDirectPathFallsBack(t *testing.T) {
 	l, a, b := startLab(t, natlab.EIM)
 	const n = 20

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -368,4 +369,18 @@ func (l *Lab) Do(ns string, fn func() error) error {
 	}
 	runtime.UnlockOSThread()
 	return ferr
+}
+
+// DialContext returns a dial function whose connections are made from
+// namespace ns (for an http.Transport: a test in the root namespace
+// reaching the hub's API). Each dial runs on its own locked OS thread.
+func (l *Lab) DialContext(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		var c net.Conn
+		err := l.Do(ns, func() (err error) {
+			c, err = (&net.Dialer{}).DialContext(ctx, network, addr)
+			return err
+		})
+		return c, err
+	}
 }
