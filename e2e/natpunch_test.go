@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -309,4 +310,52 @@ func TestNATDirectPathFallsBack(t *testing.T) {
 	// With the rule gone, a new punch goes direct again.
 	a.say("/punch " + b.id + " udp")
 	a.waitN(`\* path to `+regexp.QuoteMeta(b.id)+`: direct-udp`, 2, 20*time.Second)
+}
+
+// TestNATPunchTime measures the time to punch through the EIM lab, as the
+// chat user sees it: from typing /punch to the "path to" line, five times
+// over UDP and five over TCP (each punch replaces the path, a second
+// apart). It logs the
+// medians for docs/benchmarks.md and asserts nothing about time:
+//
+//	scripts/test ./e2e -run TestNATPunchTime -v
+func TestNATPunchTime(t *testing.T) {
+	l, hub, a, b := startLabHub(t, natlab.EIM)
+	const rounds = 5
+	for _, tr := range []string{"udp", "tcp"} {
+		var times []time.Duration
+		for i := range rounds {
+			time.Sleep(time.Second) // the hub allows a peer 1 punch request a second (burst 4)
+			if tr == "tcp" && i > 0 {
+				// A punched connection's ports stay taken: a new bob
+				// (a new port) for each TCP punch.
+				b.say("/quit")
+				b.exit()
+				a.wait(`\* ` + regexp.QuoteMeta(b.id) + ` left`)
+				b = startNATChat(t, l, natlab.B, "bob", hub.readyFile)
+				a.wait(`\* ` + regexp.QuoteMeta(b.id) + ` joined`)
+			}
+			re := `\* path to ` + regexp.QuoteMeta(b.id) + `: direct-` + tr
+			seen := len(regexp.MustCompile(re).FindAllString(a.out.String(), -1))
+			start := time.Now()
+			a.say("/punch " + b.id + " " + tr)
+			a.waitNFast(re, seen+1, 20*time.Second)
+			times = append(times, time.Since(start))
+		}
+		slices.Sort(times)
+		t.Logf("time to punch over %s through EIM NATs: median %v (of %v)", tr, times[rounds/2].Round(100*time.Microsecond), times)
+	}
+}
+
+// waitNFast is waitN polling every millisecond, for timings.
+func (c *natChat) waitNFast(re string, n int, within time.Duration) {
+	c.t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(within)
+	for len(rx.FindAllString(c.out.String(), -1)) < n {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("chat output matches %q fewer than %d times:\n%s", re, n, c.out.String())
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -126,7 +126,9 @@ func startPuncher(p *Peer) func() {
 // [ErrPunchFailed] when no path was confirmed in time, a *HubError when
 // the hub refused (ErrNotRegistered: a side has no UDP registration),
 // or [ErrNoUDP] without a UDP session. Traffic stays on the hub when it
-// fails.
+// fails. A TCP punch to a peer whose punched TCP connection is up
+// returns nil at once (a second connection between the same ports could
+// not open); a UDP punch replaces an up path.
 func (p *Peer) Punch(ctx context.Context, peer string, transport Transport) error {
 	pp := p.punch
 	if pp == nil {
@@ -134,6 +136,11 @@ func (p *Peer) Punch(ctx context.Context, peer string, transport Transport) erro
 	}
 	if !transport.Valid() {
 		return fmt.Errorf("p2p: punch: unknown transport %d", transport)
+	}
+	if transport == PunchTCP && p.PathTo(peer) == PathDirectTCP {
+		// The connection's addresses are taken while it is up (and for
+		// a while after in TIME_WAIT): a second one could not open.
+		return nil
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
