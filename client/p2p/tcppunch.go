@@ -131,8 +131,46 @@ func reuseControl(_, _ string, c syscall.RawConn) error {
 
 // dialSimultaneous connects from local to remote, again and again until
 // ctx ends: the two sides' SYNs cross (TCP simultaneous open), or one
-// side's SYN reaches the other already connecting.
+// side's SYN reaches the other while it is connecting. Without a NAT in
+// between (one machine, one LAN) a SYN that arrives between two attempts
+// is refused at once and the attempts could keep missing each other, so
+// it also listens on local for the duration and takes a connection from
+// remote: the two ends have one address pair, so however it opens there
+// is only one connection, and both sides get that one.
 func dialSimultaneous(ctx context.Context, local, remote netip.AddrPort) (net.Conn, error) {
+	accepted := make(chan net.Conn, 1)
+	lc := net.ListenConfig{Control: reuseControl}
+	if ln, err := lc.Listen(ctx, "tcp", local.String()); err == nil { // without it: connect only
+		done := make(chan struct{})
+		defer func() {
+			_ = ln.Close()
+			<-done
+			select {
+			case c := <-accepted: // accepted after the dial won: not ours
+				_ = c.Close()
+			default:
+			}
+		}()
+		go func() {
+			defer close(done)
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				ap, _ := netip.ParseAddrPort(c.RemoteAddr().String())
+				if netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()) != remote {
+					_ = c.Close() // not the other side
+					continue
+				}
+				select {
+				case accepted <- c:
+				default:
+					_ = c.Close()
+				}
+			}
+		}()
+	}
 	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(local), Control: reuseControl}
 	for {
 		actx, cancel := context.WithTimeout(ctx, tcpDialTimeout)
@@ -141,10 +179,9 @@ func dialSimultaneous(ctx context.Context, local, remote netip.AddrPort) (net.Co
 		if err == nil {
 			return c, nil
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		select {
+		case c := <-accepted:
+			return c, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-time.After(tcpRetryGap):
