@@ -75,8 +75,8 @@ type attempt struct {
 	acked   chan struct{}
 	ackOnce sync.Once
 	mu      sync.Mutex
-	lastAck time.Time // guarded by mu
-	tcp     *tcpPath  // TCP: the punched connection once up
+	lastAck time.Time               // guarded by mu
+	tcp     atomic.Pointer[tcpPath] // TCP: the punched connection once up
 }
 
 // ErrNotRegistered matches the hub's refusal of a punch when a side has
@@ -109,8 +109,8 @@ func startPuncher(p *Peer) func() {
 		pp.mu.Unlock()
 		close(pp.stop)
 		for _, a := range live {
-			if a.tcp != nil {
-				a.tcp.close()
+			if tp := a.tcp.Load(); tp != nil {
+				tp.close()
 			}
 		}
 		pp.wg.Wait()
@@ -197,6 +197,14 @@ func (p *Peer) Punch(ctx context.Context, peer string, transport Transport) erro
 	if err != nil {
 		return err
 	}
+	pp.mu.Lock()
+	if pp.closed {
+		pp.mu.Unlock()
+		return closedErr(p.Err())
+	}
+	pp.wg.Add(1) // the extension's stop waits for the attempt, which ends at pp.stop
+	pp.mu.Unlock()
+	defer pp.wg.Done()
 	return a.run(ctx)
 }
 
@@ -345,8 +353,8 @@ func (pp *puncher) forget(a *attempt) {
 	pp.mu.Unlock()
 	a.d.up.Store(false)
 	pp.p.clearDirectPath(a.d)
-	if a.tcp != nil {
-		a.tcp.close()
+	if tp := a.tcp.Load(); tp != nil {
+		tp.close()
 	}
 }
 
@@ -448,7 +456,8 @@ func (a *attempt) keep() {
 			return
 		case <-t.C:
 		}
-		if tp := a.tcp; tp != nil && tp.dead() {
+		tp := a.tcp.Load()
+		if tp != nil && tp.dead() {
 			break
 		}
 		a.mu.Lock()
@@ -462,8 +471,8 @@ func (a *attempt) keep() {
 			return
 		}
 		buf, _ = (&p2pwire.PunchProbe{PunchID: a.offer.PunchID, Target: a.remote()}).AppendTo(buf[:0])
-		if a.tcp != nil {
-			_ = a.tcp.write(buf)
+		if tp != nil {
+			_ = tp.write(buf)
 		} else {
 			_ = p.sealTo(a.side.Seal, a.d.remote(), buf)
 		}
@@ -478,8 +487,8 @@ func (a *attempt) keep() {
 
 // remote returns the other end of a's path.
 func (a *attempt) remote() netip.AddrPort {
-	if a.tcp != nil {
-		return a.tcp.remote
+	if tp := a.tcp.Load(); tp != nil {
+		return tp.remote
 	}
 	return a.d.remote()
 }

@@ -228,7 +228,7 @@ func (a *attempt) runTCP(ctx context.Context) error {
 		return ErrPunchFailed
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	a.tcp = tp
+	a.tcp.Store(tp)
 	a.d.writeTCP = tp.write
 	a.d.up.Store(true)
 	p.setDirectPath(a.d)
@@ -248,7 +248,7 @@ func (a *attempt) runTCP(ctx context.Context) error {
 // Messages, datagram kinds to the UDP side's dispatch, probes are
 // answered and acks keep the path alive.
 func (a *attempt) readTCP(br *bufio.Reader) {
-	p, tp := a.pp.p, a.tcp
+	p, tp := a.pp.p, a.tcp.Load()
 	defer a.pp.wg.Done()
 	defer tp.close()
 	frame := make([]byte, 0, 4<<10)
