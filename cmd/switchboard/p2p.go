@@ -61,7 +61,7 @@ Each change of the path to a peer is printed as "* path to PEER: PATH",
 where PATH is hub, direct-udp or direct-tcp; /peers shows each peer's path.
 
 Lines received are printed as "<peer> text", or "<peer> (to you) text" for a
-/msg. chat exits 0 when you leave, and non-zero with the reason when the hub
+/msg or a /udp. chat exits 0 when you leave, and non-zero with the reason when the hub
 ends the connection (kicked, shutting down, …) or the join fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
