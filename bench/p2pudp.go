@@ -140,8 +140,12 @@ func RunP2PUDP(ctx context.Context, cfg P2PUDPConfig) (*P2PUDPResult, error) {
 	defer func() {
 		bye, _ := p2pwire.AppendMessageFrame(nil, &p2pwire.Goodbye{})
 		for _, p := range pairs {
-			_ = p.send.Close()
-			_ = p.recv.Close()
+			if p.send != nil {
+				_ = p.send.Close()
+			}
+			if p.recv != nil {
+				_ = p.recv.Close()
+			}
 			for _, c := range p.conns {
 				_ = c.c.SetDeadline(time.Now().Add(time.Second))
 				_, _ = c.c.Write(bye)
@@ -159,12 +163,14 @@ func RunP2PUDP(ctx context.Context, cfg P2PUDPConfig) (*P2PUDPResult, error) {
 			}
 			p, err = forwarderPair(cfg)
 		} else {
-			p, err = hubPair(ctx, cfg)
+			p, err = hubPair(ctx, cfg, &readers)
+		}
+		if p != nil {
+			pairs = append(pairs, p) // closed by the deferred function, whole or not
 		}
 		if err != nil {
 			return nil, err
 		}
-		pairs = append(pairs, p)
 	}
 	for _, p := range pairs {
 		readers.Add(1)
@@ -422,8 +428,9 @@ func forwarderPair(cfg P2PUDPConfig) (*udpPair, error) {
 }
 
 // hubPair joins two anonymous peers, registers both, and gets ready to
-// send from the first to the second.
-func hubPair(ctx context.Context, cfg P2PUDPConfig) (*udpPair, error) {
+// send from the first to the second. wg tracks the goroutines that drain
+// their TLS connections.
+func hubPair(ctx context.Context, cfg P2PUDPConfig, wg *sync.WaitGroup) (*udpPair, error) {
 	tcfg := &tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true} // pinned below, or not verified
 	if cfg.Fingerprint != "" {
 		want := cfg.Fingerprint
@@ -449,7 +456,7 @@ func hubPair(ctx context.Context, cfg P2PUDPConfig) (*udpPair, error) {
 			return p, err
 		}
 		p.conns = append(p.conns, bp)
-		go drain(bp.br) // events; the hub drops a peer that does not read
+		wg.Go(func() { drain(bp.br) }) // events; the hub drops a peer that does not read; ends when the connection closes
 		if w.UDP == nil {
 			return p, errors.New("bench p2p --udp: the hub offers no UDP (--hub-no-udp?)")
 		}

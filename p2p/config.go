@@ -53,9 +53,9 @@ const (
 	// DefaultMaxPunchesPerPeer caps a peer's punches in flight (offered,
 	// before their deadline and both results).
 	DefaultMaxPunchesPerPeer = 4
-	// DefaultPeerDatagramRate is the datagrams per second a peer may
-	// have the hub's UDP port route (a broadcast counts once per
-	// recipient); the burst is one second's worth. It leaves room for a
+	// DefaultPeerDatagramRate is the datagrams per second the hub's UDP
+	// port takes from one peer, whatever their kind (a broadcast counts
+	// once per recipient); the burst is one second's worth. It leaves room for a
 	// jumbo message at the SDK's default pace (8 MiB/s, about 8,200
 	// datagrams a second).
 	DefaultPeerDatagramRate = 20000

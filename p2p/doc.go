@@ -2,7 +2,8 @@
 // 1.3, authenticate with a sealed hub ticket, join a network, see its other
 // peers come and go, and send each other messages, requests and responses
 // and broadcasts through the hub, which stamps who sent them. The wire is
-// protocol/p2pwire (docs/protocol/p2p.md); the UDP side is P2P II.
+// protocol/p2pwire (docs/protocol/p2p.md). Its UDP port (issue 11, udp.go
+// and stun.go) routes sealed datagrams between the same peers.
 //
 // # Admission
 //
@@ -52,6 +53,27 @@
 // with the network's version (bumped on every join and leave) before the
 // queued messages of the same write.
 //
+// # UDP
+//
+// [Hub.ServeUDP] serves one UDP socket, bound to the TLS listener's port
+// number. Every peer gets a fresh key id and 32-byte secret at join
+// (kept across resumes, forgotten when it leaves), sent in WELCOME; the
+// hub's side of the keys comes from internal/p2pseal (HKDF labels,
+// ChaCha20-Poly1305 of internal/sealed, replay window). One reader reads
+// batches (internal/udpio, recvmmsg), finds each datagram's peer by its key
+// id (no lookup by address), opens it, records a new source as the peer's
+// endpoint (NAT rebinding), answers REGISTER and PING, and stamps and
+// re-seals every routed kind for its destination or for every other
+// registered peer of the network, into an out batch written with sendmmsg
+// once per read batch. Nothing is allocated per datagram in steady state
+// (TestUDPRouteAllocatesNothing). Per peer: a datagram token bucket
+// (Config.PeerDatagramRate, a broadcast counts per recipient) and
+// datagram/byte counters ([Hub.PeerUDP], shown by the server API). STUN
+// binding requests are answered (pion/stun) at most
+// Config.STUNRatePerSource a second per source address and
+// Config.STUNRate in all. Nothing unauthenticated is answered otherwise,
+// and drops are counted by reason, never reported (no ERROR on UDP).
+//
 // # Hole punching
 //
 // PUNCH_REQUEST is handled on the requester's reader (punch.go): checked
@@ -72,11 +94,15 @@
 // and writes everything queued in one Write (coalescing). A detached peer
 // has a timer for its resume window. [Hub.Shutdown] sends every peer ERROR
 // shutting_down and waits for the goroutines; [Hub.Close] closes every
-// connection at once. Both close the listeners; the goroutines are
-// tracked and joined.
+// connection at once. Both close the listeners and the UDP socket (its
+// ServeUDP then returns ErrServerClosed); the goroutines are tracked and
+// joined. ServeUDP's reader is the caller's goroutine, like Serve's
+// accept loop.
 //
 // # Lock order
 //
 // Hub.mu, then network.mu, then peer.mu; the reader holds a network's read
-// lock while it queues to that network's peers.
+// lock while it queues to that network's peers. The UDP reader takes
+// Hub.kmu (key id → peer) alone, then a network's read lock while it
+// routes, then a peer's UDP mutex (its rate bucket, its candidates).
 package p2p

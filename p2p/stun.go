@@ -19,6 +19,7 @@ type stunState struct {
 	maxSrc    int
 	perSrc    map[netip.Addr]*bucket
 	all       bucket
+	lastSweep int64 // Unix ns of the last sweep of perSrc
 }
 
 func (st *stunState) init(c Config) {
@@ -33,7 +34,12 @@ func (st *stunState) allow(src netip.Addr, now int64) bool {
 	if b == nil {
 		if len(st.perSrc) >= st.maxSrc {
 			// Forget the sources whose buckets are full again: they are
-			// as good as new.
+			// as good as new. At most once a second, so that a flood from
+			// many (spoofed) sources does not cost a sweep per datagram.
+			if now-st.lastSweep < 1e9 {
+				return false
+			}
+			st.lastSweep = now
 			for a, ob := range st.perSrc {
 				ob.take(now, 0)
 				if ob.tokens >= ob.burst {

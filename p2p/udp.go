@@ -252,6 +252,10 @@ func (h *Hub) handleDatagram(s *udpSock, d []byte, src netip.AddrPort, now int64
 			h.m.udpRebinds.Inc()
 		}
 	}
+	if !h.takeDatagrams(p, now, 1) { // every datagram: REGISTER and PING cost the hub too
+		h.m.udpDrop["rate_limited"].Inc()
+		return
+	}
 	r, err := p2pwire.DecodeRouting(plain)
 	if err != nil || !r.Kind.OnDatagram() || !r.FromPeer() {
 		h.m.udpDrop["malformed"].Inc()
@@ -338,16 +342,14 @@ func (h *Hub) routeDatagram(s *udpSock, p *peer, r *p2pwire.Routing, plain []byt
 		case q.udp == nil || q.udp.ep.Load() == nil:
 			h.m.udpDrop["not_registered"].Inc()
 			return
-		case !h.takeDatagrams(p, now, 1):
-			h.m.udpDrop["rate_limited"].Inc()
-			return
 		}
 		h.sealTo(s, q, st, *q.udp.ep.Load())
 		h.m.udpRouted.Inc()
 		return
 	}
 	h.m.udpBroadcasts.Inc()
-	if !h.takeDatagrams(p, now, float64(max(1, len(n.peers)-1))) {
+	// One token was taken on arrival; a broadcast costs one per recipient.
+	if extra := len(n.peers) - 2; extra > 0 && !h.takeDatagrams(p, now, float64(extra)) {
 		h.m.udpDrop["rate_limited"].Inc()
 		return
 	}

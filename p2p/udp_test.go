@@ -361,3 +361,59 @@ func TestUDPRouteAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// The STUN limiter tracks at most STUNMaxSources addresses: a new one is
+// refused while they are all busy, and replaces one whose bucket refilled,
+// sweeping at most once a second.
+func TestSTUNSourceCap(t *testing.T) {
+	var st stunState
+	st.init(Config{STUNRatePerSource: 1, STUNRate: 100, STUNMaxSources: 2})
+	a, b, c := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
+	now := int64(10e9)
+	if !st.allow(a, now) || !st.allow(b, now) {
+		t.Fatal("the first two sources refused")
+	}
+	if st.allow(a, now) {
+		t.Fatal("a second answer within the burst of one")
+	}
+	// After 2 s a and b have refilled: the sweep forgets them and c fits.
+	if !st.allow(c, now+2e9) {
+		t.Fatal("a third source refused although the others refilled")
+	}
+	if !st.allow(a, now+2e9) {
+		t.Fatal("a refused after the sweep")
+	}
+	// All busy now (c and a just answered): d is refused, and the next
+	// sweep waits a second.
+	d := netip.MustParseAddr("10.0.0.4")
+	if st.allow(d, now+2e9+1) || st.allow(d, now+2e9+2) {
+		t.Fatal("a new source admitted over the cap while all are busy")
+	}
+	if len(st.perSrc) > 2 {
+		t.Fatalf("%d sources tracked, cap 2", len(st.perSrc))
+	}
+}
+
+// BenchmarkUDPRoute measures the hub's work per routed datagram without
+// the sockets: open, route, stamp, re-seal (64-byte payload, one
+// destination). The sender's sealing is inside the loop too (the replay
+// window needs a fresh datagram each time): three AEAD operations in all.
+func BenchmarkUDPRoute(b *testing.B) {
+	th := startHub(b, func(c *Config) { c.PeerDatagramRate = -1 })
+	alice, _ := th.join("alice", "lobby")
+	bob, _ := th.join("bob", "lobby")
+	th.udp(alice).register()
+	th.udp(bob).register()
+	au := th.udp(alice)
+	s := &udpSock{out: make([]udpio.Message, 0, 64), plain: make([]byte, 0, p2pwire.MaxDatagramSize), stamp: make([]byte, 0, p2pwire.MaxOpenedSize)}
+	src := au.uc.LocalAddr().(*net.UDPAddr).AddrPort()
+	plain, _ := (&p2pwire.UDPMsg{Route: p2pwire.Route{To: bob.id()}, Envelope: p2pwire.Envelope{Payload: make([]byte, 64)}}).AppendTo(nil)
+	d := make([]byte, 0, p2pwire.MaxDatagramSize)
+	now := time.Now().UnixNano()
+	b.ReportAllocs()
+	for b.Loop() {
+		d, _ = au.side.Seal.Seal(d[:0], plain)
+		th.h.handleDatagram(s, d, src, now)
+		s.out = s.out[:0]
+	}
+}

@@ -93,3 +93,7 @@ func init() {
 		return func() { ExtensionStopped.Add(1) }
 	})
 }
+
+// SetCandidateSource makes fn the keeper's list of local candidates (the
+// machine's interfaces cannot be changed in a test).
+func (p *Peer) SetCandidateSource(fn func() []netip.AddrPort) { p.udp.localCands.Store(&fn) }

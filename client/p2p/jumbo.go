@@ -10,8 +10,9 @@ import (
 )
 
 // sendJumbo sends the encoded envelope env (over MaxRoutedRest bytes) as
-// JUMBO fragments, paced at Config.JumboRate bytes per second. One jumbo
-// message is sent at a time per peer, so that the pace holds.
+// JUMBO fragments, paced at Config.JumboRate bytes per second (divided by
+// the number of other peers for a broadcast). One jumbo message is sent at
+// a time per peer, so that the pace holds.
 func (p *Peer) sendJumbo(ctx context.Context, to string, broadcast bool, env []byte) error {
 	if len(env) > p2pwire.MaxJumboSize {
 		return fmt.Errorf("p2p: send UDP: the envelope is %d bytes, over the jumbo maximum of %d: %w", len(env), p2pwire.MaxJumboSize, ErrTooLarge)
@@ -28,6 +29,12 @@ func (p *Peer) sendJumbo(ctx context.Context, to string, broadcast bool, env []b
 	buf := make([]byte, 0, p2pwire.MaxRoutedRest+2)
 	start := time.Now()
 	rate := float64(p.cfg.JumboRate)
+	if broadcast {
+		// The hub fans each chunk out to every other peer and counts each
+		// copy against this peer's datagram rate: keep the copies at the
+		// pace one recipient would get.
+		rate /= float64(max(1, len(p.Peers())))
+	}
 	sent := 0
 	for i := range count {
 		frag.Index = uint16(i)

@@ -143,6 +143,9 @@ type udpSide struct {
 	regOK bool                           // guarded by regMu; an answer to the current candidates came
 	obs   atomic.Pointer[netip.AddrPort] // the endpoint the hub saw, from REGISTERED
 	cands []netip.AddrPort               // the keeper's: candidates last registered
+	// localCands lists the candidates now: p.candidates, the machine's
+	// interfaces (a test replaces it before the keeper's first look).
+	localCands atomic.Pointer[func() []netip.AddrPort]
 
 	smu   sync.Mutex // serializes sends: guards plain, out
 	plain []byte
@@ -208,6 +211,8 @@ func (p *Peer) startUDP(s *p2pwire.UDPSession) error {
 	}
 	u.hub.Store(&hubSession{keyID: s.KeyID, side: side})
 	u.reasm.init(p.cfg)
+	cands := p.candidates
+	u.localCands.Store(&cands)
 	p.udp = u
 	u.wg.Add(2)
 	go p.udpReader()
@@ -571,7 +576,7 @@ func (p *Peer) udpKeeper() {
 		now := time.Now()
 		if lastCheck.IsZero() || now.Sub(lastCheck) >= p.cfg.AddrCheckInterval {
 			lastCheck = now
-			if c := p.candidates(); !slices.Equal(c, u.cands) {
+			if c := (*u.localCands.Load())(); !slices.Equal(c, u.cands) {
 				u.cands = c
 				u.regMu.Lock()
 				u.regOK = false

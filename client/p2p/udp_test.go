@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -88,6 +89,16 @@ func TestUDPThroughHub(t *testing.T) {
 	for _, p := range []*p2p.Peer{alice, carol} {
 		if m := nextUDP(t, p); m.From != bob.ID() || !m.Broadcast || string(m.Payload) != "all" {
 			t.Fatalf("%s got %+v", p.ID(), m)
+		}
+	}
+	// A broadcast jumbo message reaches everyone whole.
+	big := bytes.Repeat([]byte("0123456789"), 5000)
+	if err := bob.BroadcastUDP(ctx, p2p.Envelope{Header: "big", Payload: big}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*p2p.Peer{alice, carol} {
+		if m := nextUDP(t, p); m.From != bob.ID() || !m.Broadcast || m.Header != "big" || !bytes.Equal(m.Payload, big) {
+			t.Fatalf("%s got %d bytes from %s (broadcast %v)", p.ID(), len(m.Payload), m.From, m.Broadcast)
 		}
 	}
 	st, ok := th.h.PeerUDP("lobby", bob.ID())
@@ -298,5 +309,64 @@ func TestUDPHooks(t *testing.T) {
 	_ = bob.Close()
 	if p2p.ExtensionStopped.Load() != stopped+2 {
 		t.Fatal("the extension did not stop with each peer")
+	}
+}
+
+// Every datagram from the hub duplicated on the way (internal/impair):
+// the peer delivers each message once and counts the copies as replays.
+func TestUDPReplayedDatagramsDropped(t *testing.T) {
+	th := startHub(t, nil)
+	ctx := context.Background()
+	px, front := impairHub(t, th)
+	alice := th.connectUDP("alice", "lobby", func(c *p2p.Config) { c.HubUDPAddr = front })
+	bob := th.connectUDP("bob", "lobby", nil)
+	if err := px.SetFaults(impair.Down, impair.Faults{Duplicate: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := bob.SendUDP(ctx, alice.ID(), p2p.Envelope{Payload: []byte{byte(i)}}); err != nil {
+			t.Fatal(err)
+		}
+		if m := nextUDP(t, alice); len(m.Payload) != 1 || m.Payload[0] != byte(i) {
+			t.Fatalf("alice got %v, want [%d]", m.Payload, i)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alice.UDPStats().DroppedReplay < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("replays not counted: %+v (proxy %+v)", alice.UDPStats(), px.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case m := <-alice.Messages():
+		if m.UDP {
+			t.Fatalf("a copy was delivered: %v", m.Payload)
+		}
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A change of the local addresses registers again at once, with the new
+// candidates (the hub shows them), without waiting for the refresh.
+func TestUDPReregistersOnAddressChange(t *testing.T) {
+	th := startHub(t, nil)
+	alice := th.connectUDP("alice", "lobby", func(c *p2p.Config) {
+		c.AddrCheckInterval = 20 * time.Millisecond
+		c.PingInterval = time.Minute // no refresh during the test
+	})
+	port := alice.UDPLocal().Port()
+	moved := []netip.AddrPort{netip.AddrPortFrom(netip.MustParseAddr("192.0.2.7"), port)}
+	alice.SetCandidateSource(func() []netip.AddrPort { return moved })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, _ := th.h.PeerUDP("lobby", alice.ID())
+		if len(st.Candidates) == 1 && st.Candidates[0] == moved[0] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hub has candidates %v, want %v", st.Candidates, moved)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -21,7 +21,7 @@ func addHubFlags(f *pflag.FlagSet, o *systemOptions, addrFlag string) {
 	f.IntVar(&c.MaxPeersPerNetwork, "hub-max-peers", p2p.DefaultMaxPeersPerNetwork, "peers per network (at most 4096)")
 	f.IntVar(&c.MaxConns, "hub-max-conns", p2p.DefaultMaxConns, "TLS connections the hub accepts at once")
 	f.IntVar(&c.SendQueueBytes, "hub-send-queue", p2p.DefaultSendQueueBytes, "bytes queued for one peer before it is dropped as too slow")
-	f.Float64Var(&c.PeerDatagramRate, "hub-peer-datagram-rate", p2p.DefaultPeerDatagramRate, "datagrams per second the hub's UDP port routes for one peer (a broadcast counts once per recipient); negative turns the limit off")
+	f.Float64Var(&c.PeerDatagramRate, "hub-peer-datagram-rate", p2p.DefaultPeerDatagramRate, "datagrams per second the hub's UDP port takes from one peer, REGISTER and PING included (a broadcast counts once per recipient); negative turns the limit off")
 	f.Float64Var(&c.STUNRatePerSource, "hub-stun-rate", p2p.DefaultSTUNRatePerSource, "STUN binding answers per second per source address")
 	f.BoolVar(&c.DisableUDP, "hub-no-udp", false, "serve no UDP port: WELCOME hands out no UDP key")
 	f.DurationVar(&c.ResumeWindow, "hub-resume-window", p2p.DefaultResumeWindow, "how long a peer id outlives a lost connection; negative: no resuming")
