@@ -323,6 +323,9 @@ func (a *attempt) run(ctx context.Context) error {
 	} else {
 		err = a.runUDP(ctx)
 	}
+	if err == nil && !pp.isLive(a) {
+		err = ErrPunchFailed // dropped meanwhile (a newer punch, the peer closing)
+	}
 	outcome := p2pwire.PunchUp
 	if err != nil {
 		outcome = p2pwire.PunchFailed
@@ -342,6 +345,13 @@ func (a *attempt) run(ctx context.Context) error {
 	pp.mu.Unlock()
 	go a.keep()
 	return nil
+}
+
+// isLive reports whether a is still the attempt of its punch id.
+func (pp *puncher) isLive(a *attempt) bool {
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return !pp.closed && pp.live[a.offer.PunchID] == a
 }
 
 // forget drops a's state and its direct path.

@@ -171,6 +171,7 @@ func TestDirectPathDiesFallsBack(t *testing.T) {
 				want = p2p.PathDirectTCP
 			}
 			waitPath(t, a, b.ID(), want)
+			waitPath(t, b, a.ID(), want)
 			// b drops the path without a word: a's path dies, and a's
 			// sends go through the hub again.
 			b.BreakDirect(a.ID())

@@ -228,18 +228,21 @@ func (a *attempt) runTCP(ctx context.Context) error {
 		return ErrPunchFailed
 	}
 	_ = conn.SetReadDeadline(time.Time{})
+	// Under the puncher's lock, with the attempt still live: the stop
+	// and forget close what they find installed, so nothing installed
+	// after them may survive.
+	a.pp.mu.Lock()
+	if a.pp.closed || a.pp.live[a.offer.PunchID] != a {
+		a.pp.mu.Unlock()
+		tp.close()
+		return ErrPunchFailed
+	}
 	a.tcp.Store(tp)
 	a.d.writeTCP = tp.write
 	a.d.up.Store(true)
-	p.setDirectPath(a.d)
-	a.pp.mu.Lock()
-	if a.pp.closed {
-		a.pp.mu.Unlock()
-		tp.close()
-		return ErrClosed
-	}
 	a.pp.wg.Add(1)
 	a.pp.mu.Unlock()
+	p.setDirectPath(a.d)
 	go a.readTCP(br)
 	return nil
 }
