@@ -119,7 +119,8 @@ func startPuncher(p *Peer) func() {
 
 // Punch asks the hub to broker a hole punch to peer over transport
 // ([PunchUDP] or [PunchTCP]) and waits until the direct path is confirmed
-// both ways, for ctx (Config.PunchTimeout when ctx has no deadline). From
+// both ways, for ctx (Config.PunchTimeout when ctx has no deadline; at
+// most a minute, the protocol's cap). From
 // then on every send to the peer takes the direct path while it is up;
 // an [Event] of type EventPath says when the path changes (up, or back to
 // the hub when its keep-alives go unanswered). It fails with
@@ -152,6 +153,12 @@ func (p *Peer) Punch(ctx context.Context, peer string, transport Transport) erro
 	if ms <= 0 {
 		return fmt.Errorf("p2p: punch to %s: %w", peer, context.DeadlineExceeded)
 	}
+	if ms > p2pwire.MaxPunchTimeoutMS { // the protocol's cap: both sides stop together
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p2pwire.MaxPunchTimeoutMS*time.Millisecond)
+		defer cancel()
+		ms = p2pwire.MaxPunchTimeoutMS
+	}
 	select {
 	case <-p.udp.regCh:
 	case <-ctx.Done():
@@ -179,7 +186,7 @@ func (p *Peer) Punch(ctx context.Context, peer string, transport Transport) erro
 		delete(pp.offers, id)
 		pp.mu.Unlock()
 	}()
-	req := &p2pwire.PunchRequest{RequestID: id, Transport: transport, TimeoutMS: uint32(min(ms, p2pwire.MaxPunchTimeoutMS)), Peer: p2pwire.PeerID(peer)}
+	req := &p2pwire.PunchRequest{RequestID: id, Transport: transport, TimeoutMS: uint32(ms), Peer: p2pwire.PeerID(peer)}
 	if err := p.writeFrame(req); err != nil {
 		return fmt.Errorf("p2p: punch to %s: %w", peer, err)
 	}
