@@ -49,6 +49,10 @@ const (
 	// maxPunchTargets bounds the endpoints probed: the candidates and
 	// the public endpoint.
 	maxPunchTargets = p2pwire.MaxCandidates + 1
+	// maxLive bounds the punches in progress and the direct paths up at
+	// once (the hub bounds each requester; this bounds them all): an
+	// offer beyond it fails at once.
+	maxLive = 1024
 )
 
 // puncher is a peer's hole-punch state.
@@ -321,6 +325,11 @@ func (a *attempt) run(ctx context.Context) error {
 	if pp.closed {
 		pp.mu.Unlock()
 		return ErrClosed
+	}
+	if len(pp.live) >= maxLive {
+		pp.mu.Unlock()
+		_ = p.writeFrame(&p2pwire.PunchResult{PunchID: a.offer.PunchID, Outcome: p2pwire.PunchFailed})
+		return fmt.Errorf("p2p: punch to %s: %d punches and direct paths already: %w", a.offer.Peer, maxLive, ErrPunchFailed)
 	}
 	pp.live[a.offer.PunchID] = a
 	pp.mu.Unlock()
