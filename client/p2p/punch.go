@@ -172,10 +172,14 @@ func (p *Peer) Punch(ctx context.Context, peer string, transport Transport) erro
 	errCh := make(chan *response, 1)
 	offerCh := make(chan *p2pwire.PunchOffer, 1)
 	p.mu.Lock()
-	if p.err != nil {
+	switch {
+	case p.err != nil:
 		err := p.err
 		p.mu.Unlock()
 		return closedErr(err)
+	case len(p.pending) >= p.cfg.MaxPendingRequests:
+		p.mu.Unlock()
+		return fmt.Errorf("p2p: punch: %d requests in flight already", len(p.pending))
 	}
 	p.pending[id] = errCh // an ERROR about the request fails it
 	p.mu.Unlock()
