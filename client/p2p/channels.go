@@ -39,11 +39,27 @@ type rconv struct {
 
 	active atomic.Int64 // unix nanoseconds of the last segment in or out, or send
 
+	// Messages sent after a quarter of the idle timeout of silence are
+	// "at risk": the other peer may open the next incarnation before it
+	// hears them (docs/protocol/p2p.md §13). A copy is kept until they
+	// are all acknowledged, and sent again on the next incarnation if it
+	// comes first.
+	riskMu sync.Mutex // serializes kc.Send with the copies
+	risky  atomic.Bool
+	atRisk [][]byte // guarded by riskMu
+
 	smu   sync.Mutex
 	space chan struct{} // guarded by smu; closed when acknowledgements may have made room
 
-	ready   bool // guarded by channels.mu: in channels.ready
-	retired bool // guarded by channels.mu: off the map, closed once its unread messages are delivered
+	// sendMu is held for reading around kc.Send and for writing to
+	// retire the conversation, so that a message is never queued on a
+	// conversation being closed (a send that finds it retired takes the
+	// next one).
+	sendMu  sync.RWMutex
+	retired bool // guarded by channels.mu and sendMu (written holding both): off the map and closed
+
+	ready    bool     // guarded by channels.mu: in channels.ready
+	leftover [][]byte // guarded by channels.mu: the messages it held unread when retired, to deliver
 
 	// prev is the incarnation this one replaced while it still held
 	// unread messages: they are delivered first. Set before the
@@ -89,6 +105,7 @@ type channels struct {
 	cfg     ReliableConfig
 	log     *slog.Logger
 	send    segmentSender
+	known   func(peer string) bool // nil: any; a send to a peer it refuses fails with ErrUnknownPeer
 	loop    *kcploop.Loop
 	out     chan *ReliableMessage
 	wake    chan struct{} // capacity 1: a conversation became ready
@@ -102,7 +119,7 @@ type channels struct {
 	ready  []*rconv           // guarded by mu: conversations that may hold a whole message
 	closed bool               // guarded by mu
 
-	opened, reaped, closedN, restarted, lost, dropped atomic.Uint64
+	opened, reaped, closedN, restarted, resent, lost, dropped atomic.Uint64
 
 	closeOnce sync.Once
 }
@@ -160,16 +177,33 @@ func (l *channels) convFor(key convKey) (*rconv, error) {
 	}
 	c := l.convs[key]
 	if c == nil {
+		if l.known != nil && !l.known(key.peer) {
+			return nil, fmt.Errorf("p2p: send reliable to %s: %w", key.peer, ErrUnknownPeer) // it left while the send waited
+		}
 		return l.openLocked(key, l.incs[key]+1, nil)
 	}
-	if !c.ready && c.idleSince(time.Now().Add(-l.cfg.IdleTimeout/2).UnixNano()) {
-		// Idle for half the timeout: the other peer may be about to close
-		// its side, so start the next incarnation rather than send on one
-		// it may have forgotten (docs/protocol/p2p.md §13).
-		l.retireLocked(c)
+	// Idle for half the timeout: the other peer may be about to close its
+	// side, so start the next incarnation rather than send on one it may
+	// have forgotten (docs/protocol/p2p.md §13).
+	if l.retireIfIdle(c, time.Now().Add(-l.cfg.IdleTimeout/2).UnixNano()) {
 		return l.openLocked(key, c.inc+1, nil)
 	}
 	return c, nil
+}
+
+// retireIfIdle retires c if it carried nothing since t, and reports
+// whether it did. l.mu is held.
+func (l *channels) retireIfIdle(c *rconv, t int64) bool {
+	if c.ready {
+		return false
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if !c.idleSince(t) {
+		return false
+	}
+	l.retireSendLocked(c)
+	return true
 }
 
 // openLocked opens incarnation inc of key. l.mu is held.
@@ -229,7 +263,14 @@ func (l *channels) sendReliable(ctx context.Context, to string, ch Channel, env 
 			return err
 		}
 		room := c.spaceSignal() // before Send: an acknowledgement in between closes it
-		switch err := c.kc.Send(b); {
+		c.sendMu.RLock()
+		if c.retired {
+			c.sendMu.RUnlock()
+			continue // reaped, restarted or the peer left: take the current one
+		}
+		err = l.sendOn(c, b)
+		c.sendMu.RUnlock()
+		switch {
 		case err == nil:
 			c.touch()
 			return nil
@@ -242,20 +283,39 @@ func (l *channels) sendReliable(ctx context.Context, to string, ch Channel, env 
 				return ErrClosed
 			}
 		case errors.Is(err, kcploop.ErrClosed):
-			// Reaped, restarted or the peer left: try the current one.
-			if l.isClosed() {
-				return ErrClosed
-			}
+			return ErrClosed // only close closes a conversation that is not retired
 		default:
 			return fmt.Errorf("p2p: send reliable on %s: %w", ch, err)
 		}
 	}
 }
 
-func (l *channels) isClosed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed
+// sendOn queues b on c, keeping a copy while c is at risk. c.sendMu is
+// held for reading.
+func (l *channels) sendOn(c *rconv, b []byte) error {
+	c.riskMu.Lock()
+	defer c.riskMu.Unlock()
+	if !c.risky.Load() && c.active.Load() < time.Now().Add(-l.cfg.IdleTimeout/4).UnixNano() && c.kc.Pending() == 0 {
+		c.risky.Store(true)
+	}
+	err := c.kc.Send(b)
+	if err == nil && c.risky.Load() {
+		c.atRisk = append(c.atRisk, bytes.Clone(b)) // bounded: all unacknowledged, within SendQueue
+	}
+	return err
+}
+
+// settleRisk forgets c's copies once everything is acknowledged.
+func (c *rconv) settleRisk() {
+	if !c.risky.Load() {
+		return
+	}
+	c.riskMu.Lock()
+	defer c.riskMu.Unlock()
+	if c.kc.Pending() == 0 {
+		c.atRisk = nil
+		c.risky.Store(false)
+	}
 }
 
 // input takes one RELIABLE body from peer from: KCP segments of channel
@@ -280,14 +340,24 @@ func (l *channels) input(from string, ch Channel, seg []byte) {
 		// The other peer closed its conversation as idle and started the
 		// next incarnation: follow it.
 		var prev *rconv
+		var resend [][]byte
 		if c != nil {
+			c.sendMu.Lock()
 			if c.kc.Pending() > 0 {
-				l.lost.Add(1)
-				l.log.Info("p2p: reliable conversation restarted by the other peer with messages unacknowledged", "peer", from, "channel", ch.String())
+				// Sent while the other peer was closing its side: it never
+				// delivered them (§13); they go again on the new one.
+				c.riskMu.Lock()
+				if resend = c.atRisk; len(resend) == 0 {
+					l.lost.Add(1)
+					l.log.Debug("p2p: reliable conversation restarted by the other peer with messages unacknowledged", "peer", from, "channel", ch.String())
+				}
+				c.atRisk = nil
+				c.riskMu.Unlock()
 			}
-			if l.retireLocked(c) {
+			if l.retireSendLocked(c) {
 				prev = c
 			}
+			c.sendMu.Unlock()
 			l.restarted.Add(1)
 		}
 		var err error
@@ -295,6 +365,14 @@ func (l *channels) input(from string, ch Channel, seg []byte) {
 			l.mu.Unlock()
 			l.dropped.Add(1)
 			return
+		}
+		for _, m := range resend {
+			if l.sendOn(c, m) != nil {
+				l.lost.Add(1)
+			}
+		}
+		if len(resend) > 0 {
+			l.resent.Add(1)
 		}
 	default: // an old incarnation
 		l.mu.Unlock()
@@ -307,29 +385,42 @@ func (l *channels) input(from string, ch Channel, seg []byte) {
 		return
 	}
 	c.touch()
+	c.settleRisk()
 	c.wakeSenders()
 	if c.kc.PeekSize() >= 0 {
 		l.markReady(c)
 	}
 }
 
-// retireLocked takes c off the map (its incarnation stays in incs) and
-// closes it, or, when it holds unread messages, leaves it to the delivery
-// goroutine to close once they are delivered; it reports which. Sends
-// waiting on c take the next incarnation.
-func (l *channels) retireLocked(c *rconv) (unread bool) {
+// retireSendLocked takes c off the map (its incarnation stays in incs),
+// takes out the messages it holds unread (to be delivered), and closes
+// it; it reports whether there were unread messages. l.mu and c.sendMu
+// are held. Sends waiting on c take the next incarnation.
+func (l *channels) retireSendLocked(c *rconv) (unread bool) {
 	if l.convs[c.key] == c {
 		delete(l.convs, c.key)
 	}
-	unread = c.ready || c.kc.PeekSize() >= 0
+	for n := c.kc.PeekSize(); n >= 0; n = c.kc.PeekSize() {
+		m := make([]byte, n) // rare: bounded by the receive window
+		if _, err := c.kc.Recv(m); err != nil {
+			break
+		}
+		c.leftover = append(c.leftover, m)
+	}
+	_ = c.kc.Close()
 	c.retired = true
-	if unread {
+	if unread = len(c.leftover) > 0; unread {
 		l.readyLocked(c)
-	} else {
-		_ = c.kc.Close()
 	}
 	c.wakeSenders()
 	return unread
+}
+
+// retireLocked is retireSendLocked taking c.sendMu. l.mu is held.
+func (l *channels) retireLocked(c *rconv) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	l.retireSendLocked(c)
 }
 
 // markReady queues c for the delivery goroutine.
@@ -400,26 +491,21 @@ func (l *channels) deliverLoop() {
 		for c := l.nextReady(); c != nil; c = l.nextReady() {
 			src := c
 			if p := c.prev; p != nil {
-				if p.kc.PeekSize() >= 0 {
+				if l.hasLeftover(p) {
 					src = p // the replaced incarnation's messages first
 				} else {
-					_ = p.kc.Close()
 					c.prev = nil
 				}
 			}
-			n, err := src.kc.Recv(buf)
-			if c.prev != nil || c.kc.PeekSize() >= 0 {
+			msg, ok := l.take(src, buf)
+			if c.prev != nil || l.hasLeftover(c) || c.kc.PeekSize() >= 0 {
 				l.markReady(c) // to the back: round-robin
-			} else {
-				l.closeRetired(c)
 			}
-			if err != nil {
-				// ErrNoMessage, ErrClosed; ErrShortBuffer cannot happen
-				// since buf holds what a receive window holds.
+			if !ok {
 				continue
 			}
 			var e p2pwire.Envelope
-			if e.Unmarshal(buf[:n]) != nil || e.MessageID != 0 {
+			if e.Unmarshal(msg) != nil || e.MessageID != 0 {
 				l.dropped.Add(1)
 				continue
 			}
@@ -434,13 +520,28 @@ func (l *channels) deliverLoop() {
 	}
 }
 
-// closeRetired closes c if it is retired and has nothing left to read.
-func (l *channels) closeRetired(c *rconv) {
+// hasLeftover reports whether retired c still has messages to deliver.
+func (l *channels) hasLeftover(c *rconv) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if c.retired && !c.ready && c.kc.PeekSize() < 0 {
-		_ = c.kc.Close()
+	return len(c.leftover) > 0
+}
+
+// take returns c's next whole message: one it held when retired, or one
+// read into buf. ok is false when there is none (ErrShortBuffer cannot
+// happen: buf holds what a receive window holds).
+func (l *channels) take(c *rconv, buf []byte) (msg []byte, ok bool) {
+	l.mu.Lock()
+	if len(c.leftover) > 0 {
+		msg = c.leftover[0]
+		c.leftover[0] = nil
+		c.leftover = c.leftover[1:]
+		l.mu.Unlock()
+		return msg, true
 	}
+	l.mu.Unlock()
+	n, err := c.kc.Recv(buf)
+	return buf[:n], err == nil
 }
 
 // reapIdle closes the conversations idle for IdleTimeout.
@@ -449,8 +550,7 @@ func (l *channels) reapIdle() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, c := range l.convs {
-		if !c.ready && c.idleSince(cutoff) {
-			l.retireLocked(c)
+		if l.retireIfIdle(c, cutoff) {
 			l.reaped.Add(1)
 		}
 	}
@@ -462,5 +562,5 @@ func (l *channels) stats() ReliableStats {
 	n := len(l.convs)
 	l.mu.Unlock()
 	return ReliableStats{Conversations: n, Opened: l.opened.Load(), Reaped: l.reaped.Load(), Closed: l.closedN.Load(),
-		Restarted: l.restarted.Load(), Lost: l.lost.Load(), Dropped: l.dropped.Load()}
+		Restarted: l.restarted.Load(), Resent: l.resent.Load(), Lost: l.lost.Load(), Dropped: l.dropped.Load()}
 }

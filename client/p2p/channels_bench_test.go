@@ -61,6 +61,8 @@ func BenchmarkReliableThroughput(b *testing.B) {
 			}
 			cpu := cpuTime() - cpu0
 			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N*total>>20), "cpu-µs/MiB")
+			st := p.proxy.Stats()
+			b.ReportMetric(float64(st.Up.Received)/float64(b.N*total>>20), "dgrams-up/MiB")
 		})
 	}
 }

@@ -415,3 +415,160 @@ func TestPeerLeftDeliversWhatArrived(t *testing.T) {
 	}
 	waitFor(t, "retired conversations closed", func() bool { return p.b.ch.loop.Conversations() == 0 })
 }
+
+// TestInputAllocatesNothing: a segment for an open conversation (here an
+// acknowledgement) is handled without allocating.
+func TestInputAllocatesNothing(t *testing.T) {
+	l := newChannels(ReliableConfig{}, slog.New(slog.DiscardHandler), func(string, []byte) {})
+	defer l.close()
+	if err := l.sendReliable(context.Background(), "bob~1", Ch1, Envelope{Payload: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	ack := make([]byte, 24) // conv, cmd, frg, wnd, ts, sn, una, len
+	binary.LittleEndian.PutUint32(ack[0:], uint32(Ch1)|1<<8)
+	ack[4] = 82 // IKCP_CMD_ACK
+	binary.LittleEndian.PutUint16(ack[6:], 256)
+	binary.LittleEndian.PutUint32(ack[12:], 7) // a segment never sent: nothing changes
+	if n := testing.AllocsPerRun(1000, func() { l.input("bob~1", Ch1, ack) }); n != 0 {
+		t.Errorf("input allocates %v times per segment", n)
+	}
+	if d := l.stats().Dropped; d != 0 {
+		t.Errorf("the acknowledgement was dropped (%d)", d)
+	}
+}
+
+// TestRestartKeepsUnreadOrder: b's application has not read a's
+// messages when a starts a new incarnation (it closed its side as idle):
+// b delivers the old incarnation's messages first, then the new ones,
+// in order.
+func TestRestartKeepsUnreadOrder(t *testing.T) {
+	p := newPair(t, impair.Faults{}, ReliableConfig{IdleTimeout: 200 * time.Millisecond}, ReliableConfig{QueueLen: 1, IdleTimeout: time.Hour})
+	ctx := context.Background()
+	for n := uint32(1); n <= 5; n++ {
+		if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(n, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "a's messages acknowledged", p.a.acked)
+	waitFor(t, "a to close its conversation", func() bool { return p.a.ch.stats().Conversations == 0 })
+	for n := uint32(6); n <= 8; n++ {
+		if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(n, nil)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "b to follow the new incarnation", func() bool { return p.b.ch.stats().Restarted == 1 })
+	for n := uint32(1); n <= 8; n++ {
+		if m := recv(t, p.b); binary.BigEndian.Uint32(m.Payload) != n {
+			t.Fatalf("got %d, want %d", binary.BigEndian.Uint32(m.Payload), n)
+		}
+	}
+	if st := p.b.ch.stats(); st.Lost != 0 || st.Conversations != 1 {
+		t.Errorf("b: %+v, want nothing lost, 1 open", st)
+	}
+}
+
+// TestReliableDefaults checks the documented defaults and KCP settings
+// (docs/protocol/p2p.md §13, docs/sdk/p2p-go.md).
+func TestReliableDefaults(t *testing.T) {
+	c := ReliableConfig{}.resolve()
+	if c.MaxMessage != 64<<10 || c.IdleTimeout != 2*time.Minute || c.QueueLen != 32 || c.MaxConversations != 768 {
+		t.Errorf("defaults %+v", c)
+	}
+	bulk, rt := c.convConfig(Ch1), c.convConfig(Realtime)
+	if c.convConfig(Ch2) != bulk {
+		t.Errorf("Ch2 %+v differs from Ch1 %+v", c.convConfig(Ch2), bulk)
+	}
+	if bulk.MTU != 1103 || bulk.SendWindow != 256 || bulk.RecvWindow != 256 || bulk.SendQueue != 512 || bulk.NoDelay || bulk.Interval != 20*time.Millisecond {
+		t.Errorf("Ch1 %+v", bulk)
+	}
+	if rt.MTU != 1103 || rt.SendWindow != 128 || rt.RecvWindow != 128 || rt.SendQueue != 256 || !rt.NoDelay || rt.Interval != 10*time.Millisecond {
+		t.Errorf("Realtime %+v", rt)
+	}
+	if maxReliableMessage != 138112 {
+		t.Errorf("the largest message is %d, the docs say 138,112", maxReliableMessage)
+	}
+}
+
+// TestWaitingSendFailsWhenPeerLeaves: a send waiting for room to a peer
+// that leaves fails with ErrUnknownPeer, and no conversation is left.
+func TestWaitingSendFailsWhenPeerLeaves(t *testing.T) {
+	p := newPair(t, impair.Faults{}, ReliableConfig{}, ReliableConfig{})
+	var gone atomic.Bool
+	p.a.ch.known = func(string) bool { return !gone.Load() }
+	ctx := context.Background()
+	p.proxy.SetBlackout(impair.Up, true)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	for i := 0; ; i++ {
+		err := p.a.ch.sendReliable(cancelled, "bob~1", Ch1, Envelope{Payload: make([]byte, 1000)})
+		if errors.Is(err, context.Canceled) {
+			break // the queue is full
+		}
+		if err != nil || i > 10*BulkSendQueue {
+			t.Fatalf("filling the queue: %v after %d", err, i)
+		}
+	}
+	waiting := make(chan error, 1)
+	go func() { waiting <- p.a.ch.sendReliable(ctx, "bob~1", Ch1, Envelope{Payload: []byte("x")}) }()
+	gone.Store(true)
+	p.a.ch.peerLeft("bob~1")
+	if err := <-waiting; !errors.Is(err, ErrUnknownPeer) {
+		t.Fatalf("the waiting send: got %v, want ErrUnknownPeer", err)
+	}
+	if n := p.a.ch.stats().Conversations; n != 0 {
+		t.Errorf("%d conversations open after the peer left", n)
+	}
+}
+
+// TestRestartRaceResends plays the one race of §13 on purpose: b sends
+// on a conversation a quarter of the idle timeout quiet while a, which
+// has not heard it (the b→a direction is black-holed), opens the next
+// incarnation after half the timeout of silence. b follows a, sends the
+// message again on the new incarnation, and a gets it: nothing is lost.
+// The idle times are set by hand (the timeout is an hour), not waited
+// for.
+func TestRestartRaceResends(t *testing.T) {
+	cfg := ReliableConfig{IdleTimeout: time.Hour}
+	p := newPair(t, impair.Faults{}, cfg, cfg)
+	ctx := context.Background()
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, p.b)
+	if err := p.b.ch.sendReliable(ctx, "alice~1", Ch1, seqEnv(2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, p.a)
+	waitFor(t, "both acknowledged", func() bool { return p.a.acked() && p.b.acked() })
+
+	quiet := func(s *side, d time.Duration) {
+		s.ch.mu.Lock()
+		defer s.ch.mu.Unlock()
+		s.ch.convs[convKey{peer: s.other, ch: Ch1}].active.Store(time.Now().Add(-d).UnixNano())
+	}
+	p.proxy.SetBlackout(impair.Down, true) // b → a
+	quiet(p.b, 20*time.Minute)             // past a quarter: b's next message is at risk
+	if err := p.b.ch.sendReliable(ctx, "alice~1", Ch1, seqEnv(3, nil)); err != nil {
+		t.Fatal(err)
+	}
+	quiet(p.a, 40*time.Minute) // past half: a's next send opens incarnation 2
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(4, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(t, p.b); binary.BigEndian.Uint32(m.Payload) != 4 {
+		t.Fatalf("b got %d, want 4", binary.BigEndian.Uint32(m.Payload))
+	}
+	p.proxy.SetBlackout(impair.Down, false)
+	if m := recv(t, p.a); binary.BigEndian.Uint32(m.Payload) != 3 {
+		t.Fatalf("a got %d, want 3", binary.BigEndian.Uint32(m.Payload))
+	}
+	if st := p.b.ch.stats(); st.Restarted != 1 || st.Resent != 1 || st.Lost != 0 {
+		t.Errorf("b: %+v, want 1 restarted, 1 resent, 0 lost", st)
+	}
+	waitFor(t, "the copies forgotten", func() bool {
+		p.b.ch.mu.Lock()
+		c := p.b.ch.convs[convKey{peer: "alice~1", ch: Ch1}]
+		p.b.ch.mu.Unlock()
+		return c != nil && !c.risky.Load()
+	})
+}

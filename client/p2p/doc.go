@@ -84,6 +84,26 @@
 // reassembles, answers PING) and the keeper (REGISTER). The TLS reader
 // stops them, and the extensions, before it closes Messages and Events.
 //
+// # Reliable channels
+//
+// [Peer.SendReliable] sends an envelope on Ch1, Ch2 (bulk: KCP's standard
+// timers) or Realtime (KCP's no-delay mode) as RELIABLE datagrams
+// (docs/protocol/p2p.md §13), over the path sendDatagram picks;
+// [Peer.Reliable] delivers what other peers sent, with its channel. Each
+// (peer, channel) is one KCP conversation, opened on the first message
+// either way, on one internal/kcploop.Loop per Peer; one delivery
+// goroutine reads whole messages from the conversations in turn (so no
+// channel's backlog queues ahead of another's), fills Reliable, and
+// closes conversations idle for ReliableConfig.IdleTimeout. A
+// conversation also closes when its peer leaves (what had arrived is
+// still delivered). SendReliable blocks while the conversation's send
+// queue is full, until ctx ends. Bounds: BulkSendQueue and
+// RealtimeSendQueue segments queued per conversation, the receive
+// windows (BulkWindow, RealtimeWindow segments), ReliableConfig.MaxMessage
+// per message, MaxConversations. The loop and the delivery goroutine
+// (reliable_peer.go, channels.go) are stopped with the other extensions
+// when the connection ends, which closes Reliable.
+//
 // # Hooks (for this package's UDP extensions)
 //
 // Reliable channels (RELIABLE, KCP) and direct paths (hole punching) are

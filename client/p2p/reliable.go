@@ -132,10 +132,12 @@ type ReliableStats struct {
 	// idle; Closed those closed because their peer left.
 	Opened, Reaped, Closed uint64
 	// Restarted counts conversations replaced because the other peer
-	// started a new incarnation of it (it had closed its own as idle);
-	// Lost counts those of them that still held unacknowledged
-	// messages, which were dropped.
-	Restarted, Lost uint64
+	// started a new incarnation of it (it had closed its own as idle).
+	// Resent counts those of them that held messages sent as the other
+	// peer was closing its side, which went again on the new incarnation;
+	// Lost those that held unacknowledged messages without a copy (none
+	// is expected: docs/protocol/p2p.md §13), which were dropped.
+	Restarted, Resent, Lost uint64
 	// Dropped counts segments dropped: not KCP, a channel mismatch, an
 	// old incarnation, over MaxConversations, or an envelope that did
 	// not decode.

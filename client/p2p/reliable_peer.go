@@ -21,6 +21,7 @@ func startReliable(p *Peer) (stop func()) {
 	l := newChannels(p.cfg.Reliable, p.log, func(to string, body []byte) {
 		_, _ = p.sendDatagram(to, p2pwire.KindReliable, body) // a failure is a lost datagram: KCP resends
 	})
+	l.known = p.known
 	p.handleDatagrams(p2pwire.KindReliable, func(d *inDatagram) {
 		if d.Broadcast || d.From == "" || len(d.Rest) < 2 {
 			l.dropped.Add(1) // RELIABLE is never broadcast, and has a channel and a segment
@@ -46,7 +47,8 @@ func startReliable(p *Peer) (stop func()) {
 // returns ctx's error with nothing queued. The encoded envelope is at
 // most ReliableConfig.MaxMessage bytes (ErrTooLarge). It fails with
 // ErrNoUDP without a UDP session, ErrUnknownPeer for a peer not in the
-// network, ErrBadChannel, ErrTooManyConversations, and ErrClosed.
+// network (also when it leaves while the send waits), ErrBadChannel,
+// ErrTooManyConversations, and ErrClosed.
 func (p *Peer) SendReliable(ctx context.Context, to string, ch Channel, env Envelope) error {
 	select {
 	case <-p.closing:

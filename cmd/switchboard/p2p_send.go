@@ -48,6 +48,9 @@ type files struct {
 	wg   sync.WaitGroup // the senders
 	next atomic.Uint64  // transfer ids
 
+	mu   sync.Mutex
+	sent map[string]string // guarded by mu: id → name of the files sent and not yet answered
+
 	// owned by receive
 	in map[string]*incoming // from + " " + id
 }
@@ -66,7 +69,7 @@ type hashWriter interface {
 }
 
 func newFiles(peer *p2p.Peer, opt fileOptions, say func(string, ...any)) *files {
-	return &files{peer: peer, opt: opt, say: say, in: map[string]*incoming{}}
+	return &files{peer: peer, opt: opt, say: say, in: map[string]*incoming{}, sent: map[string]string{}}
 }
 
 // send starts sending a file: "/send PEER FILE". The transfer runs on its
@@ -94,6 +97,11 @@ func (fs *files) send(ctx context.Context, args string) error {
 		_ = f.Close()
 		return fmt.Errorf("send %s: %w", name, err)
 	}
+	fs.mu.Lock()
+	if len(fs.sent) < 1000 {
+		fs.sent[id] = name
+	}
+	fs.mu.Unlock()
 	fs.wg.Go(func() {
 		defer f.Close()
 		if err := fs.stream(ctx, to, id, name, f, st.Size()); err != nil {
@@ -191,11 +199,18 @@ func (fs *files) receive(ctx context.Context) {
 			fs.say("* saved %s from %s as %s (%s)", in.name, m.From, in.path, sizeText(in.size))
 			fs.reply(ctx, m.From, id, "saved", filepath.Base(in.path))
 		case "file-status":
+			fs.mu.Lock()
+			name, ok := fs.sent[id]
+			delete(fs.sent, id)
+			fs.mu.Unlock()
+			if !ok {
+				name = "file " + printable([]byte(id))
+			}
 			switch st := pair(m.Pairs, "status"); st {
 			case "saved":
-				fs.say("* %s saved file %s as %s", m.From, id, printable([]byte(pair(m.Pairs, "reason"))))
+				fs.say("* %s saved %s as %s", m.From, name, printable([]byte(pair(m.Pairs, "reason"))))
 			default:
-				fs.say("! %s: file %s %s: %s", m.From, id, printable([]byte(st)), printable([]byte(pair(m.Pairs, "reason"))))
+				fs.say("! %s: %s %s: %s", m.From, name, printable([]byte(st)), printable([]byte(pair(m.Pairs, "reason"))))
 			}
 		default:
 			fs.say("<%s> (%s) %s", m.From, m.Channel, printable(m.Payload))
@@ -222,6 +237,9 @@ func (fs *files) begin(ctx context.Context, m *p2p.ReliableMessage, key, id stri
 		return
 	}
 	if len(fs.in) >= maxIncoming {
+		fs.dropDeparted()
+	}
+	if len(fs.in) >= maxIncoming {
 		refuse(fmt.Sprintf("%d files are being received already", maxIncoming))
 		return
 	}
@@ -232,6 +250,20 @@ func (fs *files) begin(ctx context.Context, m *p2p.ReliableMessage, key, id stri
 	}
 	fs.in[key] = &incoming{from: m.From, name: name, size: size, f: f, path: path, sum: sha256.New()}
 	fs.say("* receiving %s (%s) from %s", name, sizeText(size), m.From)
+}
+
+// dropDeparted drops the incoming files of senders that left the network.
+func (fs *files) dropDeparted() {
+	here := map[string]bool{}
+	for _, id := range fs.peer.Peers() {
+		here[id] = true
+	}
+	for k, in := range fs.in {
+		if !here[in.from] {
+			fs.say("! file %s from %s dropped: the sender left", in.name, in.from)
+			fs.abandon(k, in)
+		}
+	}
 }
 
 // fail drops an incoming file and tells its sender.

@@ -261,7 +261,8 @@ func (m *Registered) Unmarshal(body []byte) error {
 //	segment  the rest, at least 1 byte: KCP segments of that channel's conversation
 //
 // Each (pair of peers, channel) is one KCP conversation whose conv field is
-// the channel number; each KCP message is one [Envelope].
+// the channel number in its low byte and the conversation's incarnation
+// above it (docs/protocol/p2p.md §13); each KCP message is one [Envelope].
 type Reliable struct {
 	Route
 	Channel Channel `json:"channel"`
