@@ -261,7 +261,7 @@ func TestNATFallbackKeepsReliableData(t *testing.T) {
 	a.wait(`\* path to ` + regexp.QuoteMeta(b.id) + `: hub`)
 	b.wait(`\* path to ` + regexp.QuoteMeta(a.id) + `: hub`)
 	saved := b.wait(`\* saved blob\.bin from ` + regexp.QuoteMeta(a.id) + ` as (\S+) `)
-	a.wait(regexp.QuoteMeta(b.id) + ` saved file`)
+	a.wait(`\* ` + regexp.QuoteMeta(b.id) + ` saved blob\.bin`)
 	u2, _ := hubCount(t, l)
 	got, err := os.ReadFile(saved)
 	if err != nil {
