@@ -505,7 +505,7 @@ func (l *channels) deliverLoop() {
 				continue
 			}
 			var e p2pwire.Envelope
-			if e.Unmarshal(msg) != nil || e.MessageID != 0 {
+			if len(msg) > l.cfg.MaxMessage || e.Unmarshal(msg) != nil || e.MessageID != 0 {
 				l.dropped.Add(1)
 				continue
 			}

@@ -572,3 +572,23 @@ func TestRestartRaceResends(t *testing.T) {
 		return c != nil && !c.risky.Load()
 	})
 }
+
+// TestReceiverDropsOverItsMaxMessage: a message over the receiver's
+// MaxMessage (the sender allows more) is dropped and counted; the next
+// one arrives.
+func TestReceiverDropsOverItsMaxMessage(t *testing.T) {
+	p := newPair(t, impair.Faults{}, ReliableConfig{MaxMessage: 8192}, ReliableConfig{MaxMessage: 4096})
+	ctx := context.Background()
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(1, make([]byte, 5000))); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.a.ch.sendReliable(ctx, "bob~1", Ch1, seqEnv(2, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(t, p.b); binary.BigEndian.Uint32(m.Payload) != 2 {
+		t.Fatalf("got %d, want 2", binary.BigEndian.Uint32(m.Payload))
+	}
+	if d := p.b.ch.stats().Dropped; d != 1 {
+		t.Errorf("dropped %d, want 1", d)
+	}
+}
