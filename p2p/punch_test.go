@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/switchboardgg/switchboard/protocol/p2pwire"
 )
@@ -163,5 +164,33 @@ func TestPunchRateLimited(t *testing.T) {
 	// once cannot all pass, and the burst does.
 	if offers < DefaultPunchBurst || limited == 0 {
 		t.Errorf("%d offers, %d rate limited", offers, limited)
+	}
+}
+
+// TestPunchExpires: a punch in flight counts against the requester's cap
+// until its deadline, then no more; a result after that is not counted.
+func TestPunchExpires(t *testing.T) {
+	th := startHub(t, func(c *Config) { c.MaxPunchesPerPeer = 1 })
+	alice, _ := th.join("alice", "lobby")
+	bob, _ := th.join("bob", "lobby")
+	expect[*p2pwire.PeerEvents](alice)
+	th.registerUDP(alice)
+	th.registerUDP(bob)
+	req := func(id uint64, ms uint32) {
+		alice.send(&p2pwire.PunchRequest{RequestID: id, Transport: p2pwire.TransportUDP, TimeoutMS: ms, Peer: bob.id()})
+	}
+	req(1, 50)
+	o := expect[*p2pwire.PunchOffer](alice)
+	req(2, 50)
+	alice.expectError(p2pwire.CodeRateLimited, false) // one in flight already
+	time.Sleep(1100 * time.Millisecond)               // past the deadline and its second of grace, and a token back
+	bob.send(&p2pwire.PunchResult{PunchID: o.PunchID, Outcome: p2pwire.PunchFailed})
+	req(3, 50)
+	if o3 := expect[*p2pwire.PunchOffer](alice); o3.RequestID != 3 || o3.PunchID == o.PunchID {
+		t.Fatalf("offer after the deadline: %+v", o3)
+	}
+	bob.ping(1)
+	if got := counterValue(t, th.h.m.punches["failed"]); got != 0 {
+		t.Errorf("a result after the deadline was counted (%v)", got)
 	}
 }
