@@ -85,11 +85,12 @@ func (t *tcpPath) write(plain []byte) error {
 
 // read reads one frame and opens it into buf.
 func (t *tcpPath) read(br *bufio.Reader, frame, buf []byte) ([]byte, []byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+	hdr, err := br.Peek(4) // not io.ReadFull into an array: it would escape, once per frame
+	if err != nil {
 		return frame, nil, err
 	}
-	n := int(binary.BigEndian.Uint32(hdr[:]))
+	n := int(binary.BigEndian.Uint32(hdr))
+	_, _ = br.Discard(4)
 	if n < minTCPFrame || n > maxTCPFrame {
 		return frame, nil, fmt.Errorf("p2p: direct TCP frame of %d bytes outside %d..%d", n, minTCPFrame, maxTCPFrame)
 	}

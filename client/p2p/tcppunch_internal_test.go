@@ -91,3 +91,55 @@ func TestSimultaneousOpenAndFraming(t *testing.T) {
 		t.Fatal("a frame sealed under another key opened")
 	}
 }
+
+// TestTCPFramingAllocatesNothing: sealing and writing a frame, and
+// reading and opening one, allocate nothing once the buffers have grown.
+func TestTCPFramingAllocatesNothing(t *testing.T) {
+	var secret [32]byte
+	sa, _ := p2pseal.PairSide(secret[:], 7, "a~1", "b~2")
+	sb, _ := p2pseal.PairSide(secret[:], 7, "b~2", "a~1")
+	plain := append([]byte{byte(p2pwire.KindUDPMessage), 0, 0}, bytes.Repeat([]byte{1}, 1000)...)
+	var sink bytes.Buffer
+	tw := &tcpPath{conn: nopConn{&sink}, side: sa, cfgWT: time.Second}
+	_ = tw.write(plain)
+	if n := testing.AllocsPerRun(100, func() { sink.Reset(); _ = tw.write(plain) }); n != 0 {
+		t.Errorf("writing a frame allocates %v times", n)
+	}
+
+	const frames = 102 // AllocsPerRun's warm-up run, and 100 more, and one before
+	sink.Reset()
+	for range frames {
+		if err := tw.write(plain); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := &tcpPath{side: sb}
+	br := bufio.NewReaderSize(bytes.NewReader(sink.Bytes()), 64<<10)
+	frame := make([]byte, 0, 2048)
+	buf := make([]byte, 0, 2048)
+	var err error
+	if frame, _, err = tr.read(br, frame, buf); err != nil {
+		t.Fatal(err)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		var got []byte
+		if frame, got, err = tr.read(br, frame, buf); err != nil || len(got) != len(plain) {
+			t.Fatalf("read: %d bytes, %v", len(got), err)
+		}
+	})
+	if n != 0 {
+		t.Errorf("reading a frame allocates %v times", n)
+	}
+}
+
+// nopConn is a net.Conn that writes to a buffer.
+type nopConn struct{ w *bytes.Buffer }
+
+func (c nopConn) Read([]byte) (int, error)         { return 0, net.ErrClosed }
+func (c nopConn) Write(b []byte) (int, error)      { return c.w.Write(b) }
+func (c nopConn) Close() error                     { return nil }
+func (c nopConn) LocalAddr() net.Addr              { return &net.TCPAddr{} }
+func (c nopConn) RemoteAddr() net.Addr             { return &net.TCPAddr{} }
+func (c nopConn) SetDeadline(time.Time) error      { return nil }
+func (c nopConn) SetReadDeadline(time.Time) error  { return nil }
+func (c nopConn) SetWriteDeadline(time.Time) error { return nil }
