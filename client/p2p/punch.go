@@ -496,8 +496,8 @@ func (a *attempt) keep() {
 		if silent > p.cfg.DirectTimeout {
 			break
 		}
-		if p.directPath(a.d.peer) != a.d {
-			pp.forget(a) // replaced by a newer punch
+		if p.directPath(a.d.peer) != a.d || !p.knows(a.d.peer) {
+			pp.forget(a) // replaced by a newer punch, or the peer left: no event
 			return
 		}
 		buf, _ = (&p2pwire.PunchProbe{PunchID: a.offer.PunchID, Target: a.remote()}).AppendTo(buf[:0])
