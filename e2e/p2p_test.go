@@ -115,7 +115,7 @@ func TestP2PChatCLI(t *testing.T) {
 	bob.say("hello everyone")
 	alice.wait(`<` + regexp.QuoteMeta(bobID) + `> hello everyone`)
 	alice.say("/peers")
-	alice.wait(`(?m)^  ` + regexp.QuoteMeta(bobID) + `$`)
+	alice.wait(`(?m)^  ` + regexp.QuoteMeta(bobID) + ` \(hub\)$`)
 	alice.say("/msg " + bobID + " just you")
 	bob.wait(`<` + regexp.QuoteMeta(aliceID) + `> \(to you\) just you`)
 	alice.say("/msg nobody~x hi")

@@ -46,6 +46,13 @@ const (
 	DefaultMaxPeersPerNetwork = 256
 	// DefaultMaxConns caps the hub's connections, authenticated or not.
 	DefaultMaxConns = 10000
+	// DefaultPunchRate is the PUNCH_REQUESTs per second a peer may send,
+	// with a burst of DefaultPunchBurst.
+	DefaultPunchRate  = 1
+	DefaultPunchBurst = 4
+	// DefaultMaxPunchesPerPeer caps a peer's punches in flight (offered,
+	// before their deadline and both results).
+	DefaultMaxPunchesPerPeer = 4
 	// DefaultPeerDatagramRate is the datagrams per second the hub's UDP
 	// port takes from one peer, whatever their kind (a broadcast counts
 	// once per recipient); the burst is one second's worth. It leaves room for a
@@ -95,6 +102,8 @@ type Config struct {
 	NetworkBandwidth   float64 // bytes/s; negative: unlimited
 	MaxPeersPerNetwork int     // ≤ p2pwire.MaxPeersInSet
 	MaxConns           int
+	PunchRate          float64 // PUNCH_REQUESTs/s per peer; negative: unlimited
+	MaxPunchesPerPeer  int     // punches in flight per requester
 
 	// DisableUDP leaves UDP out of WELCOME (no key is handed out);
 	// ServeUDP is then not called.
@@ -150,6 +159,8 @@ func (c Config) withDefaults() (Config, error) {
 	defF(&c.PeerMessageRate, DefaultPeerMessageRate)
 	defF(&c.PeerBandwidth, DefaultPeerBandwidth)
 	defF(&c.NetworkBandwidth, DefaultNetworkBandwidth)
+	defF(&c.PunchRate, DefaultPunchRate)
+	def(&c.MaxPunchesPerPeer, DefaultMaxPunchesPerPeer)
 	defF(&c.PeerDatagramRate, DefaultPeerDatagramRate)
 	defF(&c.STUNRatePerSource, DefaultSTUNRatePerSource)
 	defF(&c.STUNRate, DefaultSTUNRate)
@@ -164,7 +175,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: max peers per network %d outside 1..%d", ErrConfig, c.MaxPeersPerNetwork, p2pwire.MaxPeersInSet)
 	case c.UDPBatch < 1 || c.STUNMaxSources < 1 || c.STUNRatePerSource <= 0 || c.STUNRate <= 0:
 		return c, fmt.Errorf("%w: UDP batch, STUN sources and STUN rates must be positive", ErrConfig)
-	case c.MaxConns < 1, c.HelloTimeout < 0, c.IdleTimeout < 0, c.WriteTimeout < 0:
+	case c.MaxConns < 1, c.MaxPunchesPerPeer < 1, c.HelloTimeout < 0, c.IdleTimeout < 0, c.WriteTimeout < 0:
 		return c, fmt.Errorf("%w: negative timeout or connection cap", ErrConfig)
 	case c.ResumeWindow > time.Duration(1<<32-1)*time.Millisecond:
 		return c, fmt.Errorf("%w: resume window %s too long", ErrConfig, c.ResumeWindow)

@@ -74,6 +74,18 @@
 // Config.STUNRate in all. Nothing unauthenticated is answered otherwise,
 // and drops are counted by reason, never reported (no ERROR on UDP).
 //
+// # Hole punching
+//
+// PUNCH_REQUEST is handled on the requester's reader (punch.go): checked
+// against a per-peer token bucket (Config.PunchRate, burst
+// DefaultPunchBurst), the requester's punches in flight
+// (Config.MaxPunchesPerPeer) and both peers' UDP registrations; the hub
+// then draws a punch id, a pair key id that is no peer's hub key id and a
+// 32-byte secret, and queues PUNCH_OFFER to both sides. PUNCH_RESULTs are
+// counted (switchboard_hub_punches_total). The broker's state is a map
+// under its own lock, a leaf in the lock order; a peer's entries go when
+// it leaves its network. The hub never sees the punched traffic.
+//
 // # Goroutines and who closes what
 //
 // [Hub.Serve] runs the accept loop on a listener and closes it. Each

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"crypto/tls"
 	"encoding/hex"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,6 +26,16 @@ func FuzzHandle(f *testing.F) {
 		b, _ := hex.DecodeString(r.Hex)
 		f.Add(b)
 	}
+	// Punch requests and results (docs/protocol/p2p.md §20): both peers
+	// are registered on UDP below, so a good request reaches the offers.
+	for _, s := range []string{
+		"09 00 0000000000000007 01 00001388 08 626f627e78377132",
+		"09 00 0000000000000007 02 00001388 0a 616c6963657e6b336639",
+		"0b 00 0000000000000001 01",
+	} {
+		b, _ := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
+		f.Add(b)
+	}
 	keys, err := tokens.NewHubKeyring(tokens.HubKey{ID: 1, Secret: testSecret})
 	if err != nil {
 		f.Fatal(err)
@@ -37,7 +49,9 @@ func FuzzHandle(f *testing.F) {
 		n := &network{name: "lobby", peers: map[string]*peer{}}
 		n.bw.b = newBucket(-1)
 		mk := func(id string) *peer {
-			p := &peer{id: id, idb: []byte(id), net: n}
+			p := &peer{id: id, idb: []byte(id), net: n, udp: &udpPeer{}}
+			ep := netip.MustParseAddrPort("198.18.0.2:40001")
+			p.udp.ep.Store(&ep)
 			p.cond.L = &p.mu
 			n.peers[id] = p
 			return p

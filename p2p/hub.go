@@ -32,6 +32,8 @@ type Hub struct {
 	log *slog.Logger
 	m   *metrics
 
+	punch *broker // hole-punch brokering (punch.go); its lock is a leaf
+
 	mu       sync.Mutex
 	networks map[string]*network
 	resume   map[string]*peer // resume token → peer within its window or connected
@@ -127,6 +129,7 @@ func New(cfg Config) (*Hub, error) {
 		keys: map[uint32]*peer{},
 	}
 	h.m = newMetrics(h, cfg.Registerer)
+	h.punch = newBroker()
 	return h, nil
 }
 
@@ -612,6 +615,7 @@ func (h *Hub) remove(p *peer, reason string) {
 	}
 	h.peers--
 	h.m.drop(reason)
+	h.forgetPunches(p)
 }
 
 // addEvent records that peer id joined or left, coalesced with what q has
@@ -784,6 +788,10 @@ func (c *conn) handle(body []byte, ns int64) (done, goodbye bool) {
 	case p2pwire.KindGoodbye:
 		c.flushCounts()
 		return true, true
+	case p2pwire.KindPunchRequest:
+		return !h.punchRequest(c, body, ns), false
+	case p2pwire.KindPunchResult:
+		return !h.punchResult(c, body, ns), false
 	default:
 		h.m.refuse("forbidden")
 		h.sendControl(p, &p2pwire.Error{Code: p2pwire.CodeForbidden, Reason: "a peer may not send " + r.Kind.String() + " here"})

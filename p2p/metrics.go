@@ -14,6 +14,7 @@ type metrics struct {
 	refused    map[string]prometheus.Counter // by ERROR code name
 	dropped    map[string]prometheus.Counter // peers removed, by reason
 	writes     prometheus.Counter
+	punches    map[string]prometheus.Counter // by result
 
 	// UDP port
 	udpIn, udpOut, udpRouted, udpBroadcasts prometheus.Counter
@@ -23,7 +24,8 @@ type metrics struct {
 
 // refusal reasons and drop reasons counted.
 var (
-	refuseReasons = []string{"malformed", "unauthorized", "forbidden", "unknown_peer", "too_large", "rate_limited", "quota_exceeded", "network_full", "timeout", "unsupported_version"}
+	refuseReasons = []string{"malformed", "unauthorized", "forbidden", "unknown_peer", "too_large", "rate_limited", "quota_exceeded", "network_full", "timeout", "unsupported_version", "not_registered"}
+	punchResults  = []string{"offered", "refused", "up", "failed"}
 	dropReasons   = []string{"goodbye", "resume_expired", "slow_consumer", "kicked", "shutting_down", "malformed", "too_large"}
 	// UDPDropReasons are the reasons the hub drops a datagram, as
 	// switchboard_hub_udp_dropped_total counts them (docs/metrics.md).
@@ -91,8 +93,16 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 	for _, r := range dropReasons {
 		m.dropped[r] = dropped.WithLabelValues(r)
 	}
+	punches := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchboard_hub_punches_total",
+		Help: "Hole punches: offered (both sides got a PUNCH_OFFER), refused (ERROR to the requester), and the PUNCH_RESULTs peers reported, up or failed (one per side).",
+	}, []string{"result"})
+	m.punches = map[string]prometheus.Counter{}
+	for _, r := range punchResults {
+		m.punches[r] = punches.WithLabelValues(r)
+	}
 	if reg != nil {
-		reg.MustRegister(m.conns, m.routed, m.routedB, m.broadcasts, m.writes, refused, dropped,
+		reg.MustRegister(m.conns, m.routed, m.routedB, m.broadcasts, m.writes, refused, dropped, punches,
 			m.udpIn, m.udpOut, m.udpRouted, m.udpBroadcasts, m.udpRegisters, m.udpRebinds, m.stunAnswered, udpDrop,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "switchboard_hub_peers", Help: "Peers in a network, connected or within their resume window.",
@@ -107,6 +117,12 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 
 func (m *metrics) refuse(code string) {
 	if c, ok := m.refused[code]; ok {
+		c.Inc()
+	}
+}
+
+func (m *metrics) punch(result string) {
+	if c, ok := m.punches[result]; ok {
 		c.Inc()
 	}
 }

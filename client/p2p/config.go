@@ -108,6 +108,17 @@ type Config struct {
 	// JumboTotalMemory bounds all senders' incomplete jumbo messages, in
 	// bytes. Zero means DefaultJumboTotalMemory.
 	JumboTotalMemory int
+	// PunchTimeout bounds a Punch whose ctx has no deadline. Zero means
+	// DefaultPunchTimeout.
+	PunchTimeout time.Duration
+	// ProbeInterval: zero means DefaultProbeInterval.
+	ProbeInterval time.Duration
+	// KeepAlive is how often an up direct path is probed. Zero means
+	// DefaultKeepAlive.
+	KeepAlive time.Duration
+	// DirectTimeout: a direct path unanswered this long goes back to the
+	// hub. Zero means DefaultDirectTimeout.
+	DirectTimeout time.Duration
 	// Reliable configures the reliable channels (SendReliable); its zero
 	// value works.
 	Reliable ReliableConfig
@@ -149,6 +160,10 @@ func (c *Config) resolve() Config {
 	set(&r.RegisterRetry, DefaultRegisterRetry)
 	set(&r.AddrCheckInterval, DefaultAddrCheckInterval)
 	set(&r.JumboTimeout, DefaultJumboTimeout)
+	set(&r.PunchTimeout, DefaultPunchTimeout)
+	set(&r.ProbeInterval, DefaultProbeInterval)
+	set(&r.KeepAlive, DefaultKeepAlive)
+	set(&r.DirectTimeout, DefaultDirectTimeout)
 	if r.JumboRate <= 0 {
 		r.JumboRate = DefaultJumboRate
 	}

@@ -149,4 +149,22 @@
 //     UDP) and keeps the stop function it returns; the stops run in
 //     reverse order when the connection ends, before Messages and Events
 //     close.
+//
+// # Hole punching
+//
+// [Peer.Punch] (punch.go, tcppunch.go) asks the hub for a punch; the hub
+// offers both sides a pair key and each other's registered endpoints
+// (PUNCH_OFFER, handled on the TLS reader). A UDP punch registers the pair
+// key as a direct path that is not yet up, probes every candidate and the
+// public endpoint each Config.ProbeInterval, answers probes with acks and
+// is confirmed at the first ack; a TCP punch connects from the registered
+// UDP port number to the other's public endpoint (and listens there) until
+// one connection opens, then exchanges sealed probes on it. Either way the
+// path is then up and every send to the peer takes it; each side reports
+// the outcome to the hub and emits EventPath. Goroutines: one per punch
+// the other side asked for (the caller's goroutine runs its own), one
+// keeper per up path (keep-alive probes; after Config.DirectTimeout
+// without an ack the path is removed and EventPath says PathHub), and one
+// reader per punched TCP connection. The punch extension's stop closes the
+// TCP connections and waits for all of them.
 package p2p

@@ -95,9 +95,14 @@ const (
 	// EventResumed: the session continues on a new connection with the
 	// same peer id; the other peers saw no leave.
 	EventResumed
+	// EventPath: sends to Peer now take Path: a direct path a punch
+	// confirmed (PathDirectUDP, PathDirectTCP), or the hub again when the
+	// direct path died (its keep-alives went unanswered).
+	EventPath
 )
 
-// String returns "joined", "left", "error", "disconnected" or "resumed".
+// String returns "joined", "left", "error", "disconnected", "resumed" or
+// "path".
 func (t EventType) String() string {
 	switch t {
 	case EventPeerJoined:
@@ -110,6 +115,8 @@ func (t EventType) String() string {
 		return "disconnected"
 	case EventResumed:
 		return "resumed"
+	case EventPath:
+		return "path"
 	}
 	return fmt.Sprintf("event %d", int(t))
 }
@@ -117,8 +124,9 @@ func (t EventType) String() string {
 // Event is a change of the peer set, or an error about a sent message.
 type Event struct {
 	Type EventType
-	Peer string // EventPeerJoined, EventPeerLeft; the destination of an EventError when known
+	Peer string // EventPeerJoined, EventPeerLeft, EventPath; the destination of an EventError when known
 	Err  error  // EventError
+	Path Path   // EventPath: the path sends to Peer take from now on
 }
 
 // Peer is this client's connection to a network through its hub. Its
@@ -162,6 +170,7 @@ type Peer struct {
 	udp      *udpSide
 	extStops []func() // of the extensions, in start order
 	extOnce  sync.Once
+	punch    *puncher // hole punching (punch.go); nil without UDP
 
 	rel *channels // the reliable channels (reliable_peer.go); set before the readers run, nil without UDP
 }
@@ -440,6 +449,9 @@ func (p *Peer) send(ctx context.Context, kind p2pwire.Kind, to string, broadcast
 	if !slices.IsSortedFunc(e.Pairs, comparePairs) {
 		e.Pairs = slices.Clone(e.Pairs)
 		slices.SortFunc(e.Pairs, comparePairs)
+	}
+	if !broadcast && p.sendDirectStream(kind, to, &e) {
+		return nil // on the punched TCP connection (tcppunch.go)
 	}
 	rt := p2pwire.Route{To: p2pwire.PeerID(to), Broadcast: broadcast}
 	var m p2pwire.Message

@@ -192,6 +192,14 @@ func (p *Peer) handle(body []byte) error {
 		}
 		p.answer(m.MessageID, &response{msg: &Message{From: string(m.From), p: p,
 			Envelope: Envelope{Header: m.Header, Pairs: m.Pairs, Payload: bytes.Clone(m.Payload)}}})
+	case p2pwire.KindPunchOffer:
+		var m p2pwire.PunchOffer
+		if err := m.Unmarshal(body); err != nil {
+			return &ProtocolError{Err: err}
+		}
+		if p.punch != nil {
+			p.punch.onOffer(&m)
+		}
 	default:
 		// PONG, and kinds this version does not know: ignored.
 	}

@@ -23,6 +23,8 @@ func addHubFlags(f *pflag.FlagSet, o *systemOptions, addrFlag string) {
 	f.IntVar(&c.SendQueueBytes, "hub-send-queue", p2p.DefaultSendQueueBytes, "bytes queued for one peer before it is dropped as too slow")
 	f.Float64Var(&c.PeerDatagramRate, "hub-peer-datagram-rate", p2p.DefaultPeerDatagramRate, "datagrams per second the hub's UDP port takes from one peer, REGISTER and PING included (a broadcast counts once per recipient); negative turns the limit off")
 	f.Float64Var(&c.STUNRatePerSource, "hub-stun-rate", p2p.DefaultSTUNRatePerSource, "STUN binding answers per second per source address")
+	f.Float64Var(&c.PunchRate, "hub-punch-rate", p2p.DefaultPunchRate, "hole-punch requests per second a peer may send (burst 4); negative turns the limit off")
+	f.IntVar(&c.MaxPunchesPerPeer, "hub-max-punches", p2p.DefaultMaxPunchesPerPeer, "hole punches one peer may have in flight (until their deadline or both results)")
 	f.BoolVar(&c.DisableUDP, "hub-no-udp", false, "serve no UDP port: WELCOME hands out no UDP key")
 	f.DurationVar(&c.ResumeWindow, "hub-resume-window", p2p.DefaultResumeWindow, "how long a peer id outlives a lost connection; negative: no resuming")
 }

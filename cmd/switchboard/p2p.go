@@ -46,14 +46,22 @@ every other peer of the network; joins and leaves are printed as they happen.
 Commands:
   /peers             list the other peers
   /msg PEER text     send text to one peer only
+  /udp PEER text     send text to one peer as a UDP datagram
+  /punch PEER [udp|tcp]
+                     punch a direct path to PEER (default udp): from then on
+                     what you send PEER goes straight to it, not through
+                     the hub, while the path is up
   /send PEER FILE    send a file on reliable channel Ch1 (UDP, through the
                      hub or direct), with progress lines; the receiver saves
                      it in --save-dir under a safe new name, never
                      overwriting, up to --max-file-size
   /quit              leave (so does end of input, or Ctrl-C)
 
+Each change of the path to a peer is printed as "* path to PEER: PATH",
+where PATH is hub, direct-udp or direct-tcp; /peers shows each peer's path.
+
 Lines received are printed as "<peer> text", or "<peer> (to you) text" for a
-/msg. chat exits 0 when you leave, and non-zero with the reason when the hub
+/msg or a /udp. chat exits 0 when you leave, and non-zero with the reason when the hub
 ends the connection (kicked, shutting down, …) or the join fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -150,6 +158,8 @@ func chat(ctx context.Context, peer *p2p.Peer, fopt fileOptions, in io.Reader, o
 				say("! connection to the hub lost (%s); resuming", strings.TrimPrefix(ev.Err.Error(), "p2p: "))
 			case p2p.EventResumed:
 				say("* resumed as %s", peer.ID())
+			case p2p.EventPath:
+				say("* path to %s: %s", ev.Peer, ev.Path)
 			}
 		}
 	})
@@ -221,9 +231,17 @@ func chatLine(ctx context.Context, peer *p2p.Peer, fs *files, line string, say f
 			say("no other peers")
 		}
 		for _, p := range peers {
-			say("  %s", p)
+			say("  %s (%s)", p, peer.PathTo(p))
 		}
 		return false, nil
+	case strings.HasPrefix(line, "/udp "):
+		to, text, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "/udp ")), " ")
+		if !ok || to == "" || text == "" {
+			return false, errors.New("usage: /udp PEER text")
+		}
+		return false, peer.SendUDP(ctx, to, p2p.Envelope{Header: "chat", Payload: []byte(text)})
+	case line == "/punch" || strings.HasPrefix(line, "/punch "):
+		return false, chatPunch(ctx, peer, strings.Fields(line)[1:], say)
 	case strings.HasPrefix(line, "/msg "):
 		to, text, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "/msg ")), " ")
 		if !ok || to == "" || text == "" {
@@ -233,7 +251,7 @@ func chatLine(ctx context.Context, peer *p2p.Peer, fs *files, line string, say f
 	case strings.HasPrefix(line, "/send "):
 		return false, fs.send(ctx, strings.TrimPrefix(line, "/send "))
 	case strings.HasPrefix(line, "/"):
-		return false, errors.New("unknown command; try /peers, /msg PEER text, /send PEER FILE or /quit")
+		return false, errors.New("unknown command; try /peers, /msg PEER text, /udp PEER text, /send PEER FILE, /punch PEER [udp|tcp] or /quit")
 	}
 	return false, peer.Broadcast(ctx, p2p.Envelope{Header: "chat", Payload: []byte(line)})
 }
@@ -247,4 +265,31 @@ func printable(b []byte) string {
 		}
 		return r
 	}, strings.ToValidUTF8(string(b), "?"))
+}
+
+// chatPunch runs /punch PEER [udp|tcp]: it waits for the punch (the
+// client's default timeout) and says how it went; the path change itself
+// is printed from the events.
+func chatPunch(ctx context.Context, peer *p2p.Peer, args []string, say func(string, ...any)) error {
+	if len(args) < 1 || len(args) > 2 {
+		return errors.New("usage: /punch PEER [udp|tcp]")
+	}
+	transport := p2p.PunchUDP
+	if len(args) == 2 {
+		switch args[1] {
+		case "udp":
+		case "tcp":
+			transport = p2p.PunchTCP
+		default:
+			return fmt.Errorf("/punch: transport %q: want udp or tcp", args[1])
+		}
+	}
+	say("* punching to %s over %s", args[0], transport)
+	if err := peer.Punch(ctx, args[0], transport); err != nil {
+		if errors.Is(err, p2p.ErrPunchFailed) {
+			return fmt.Errorf("punch to %s over %s failed: no direct path (a symmetric NAT or a firewall); staying on the hub", args[0], transport)
+		}
+		return err
+	}
+	return nil
 }

@@ -356,9 +356,9 @@ var routingInvalid = []genInvalid{
 
 var unknownKinds = []struct{ name, hex string }{
 	{"kind_0", "00 00"},
-	{"kind_0x09", "09 00"},
+	{"kind_0x0c", "0c 00"},
 	{"kind_0x13", "13 01 " + hB + "00"},
-	{"kind_0x25", "25 00"},
+	{"kind_0x27", "27 00"},
 	{"kind_0xff", "ff"},
 }
 
@@ -437,7 +437,7 @@ func generateMessages(t *testing.T) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "{\n  \"protocol_version\": %d,\n  \"about\": %s,\n  \"hand_written\": %s,\n  \"messages\": [\n",
 		p2pwire.Version, mustJSON(t, messagesAbout), mustJSON(t, messagesHandWritten))
-	kinds := genKinds()
+	kinds := append(genKinds(), genPunchKinds()...)
 	for i, gk := range kinds {
 		var valid, invalid []any
 		for _, g := range gk.valid {

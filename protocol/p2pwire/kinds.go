@@ -27,6 +27,11 @@ const (
 	KindPong       Kind = 0x07 // answer to PING
 	KindGoodbye    Kind = 0x08 // peer → hub: leaving for good, no resume window
 
+	// Hole punching, TLS link (punch.go).
+	KindPunchRequest Kind = 0x09 // peer → hub: punch to a peer over UDP or TCP
+	KindPunchOffer   Kind = 0x0A // hub → both peers: pair key, the other's candidates, deadline
+	KindPunchResult  Kind = 0x0B // peer → hub: the punch's outcome
+
 	// Routed, TLS link.
 	KindMessage  Kind = 0x10 // one-way message to a peer or broadcast
 	KindRequest  Kind = 0x11 // request to one peer; carries a message id
@@ -38,6 +43,10 @@ const (
 	KindUDPMessage Kind = 0x22 // unreliable message to a peer or broadcast
 	KindReliable   Kind = 0x23 // a KCP segment of a reliable channel
 	KindJumbo      Kind = 0x24 // one fragment of a jumbo message
+
+	// Hole punching, between the peers (sealed with the pair key).
+	KindPunchProbe Kind = 0x25 // to each candidate of the other side; first frame on a punched TCP connection
+	KindPunchAck   Kind = 0x26 // answer to a probe, to its source
 )
 
 var kindNames = map[Kind]string{
@@ -46,6 +55,8 @@ var kindNames = map[Kind]string{
 	KindMessage: "MESSAGE", KindRequest: "REQUEST", KindResponse: "RESPONSE",
 	KindRegister: "REGISTER", KindRegistered: "REGISTERED", KindUDPMessage: "UDP_MESSAGE",
 	KindReliable: "RELIABLE", KindJumbo: "JUMBO",
+	KindPunchRequest: "PUNCH_REQUEST", KindPunchOffer: "PUNCH_OFFER", KindPunchResult: "PUNCH_RESULT",
+	KindPunchProbe: "PUNCH_PROBE", KindPunchAck: "PUNCH_ACK",
 }
 
 // String returns the kind's name as docs/protocol/p2p.md spells it, or
@@ -65,7 +76,7 @@ func (k Kind) Known() bool { return kindClass[k] != classNone }
 func (k Kind) Routed() bool { return kindClass[k]&classRouted != 0 }
 
 // FromHubOnly reports whether only a hub sends k (WELCOME, PEER_SET,
-// PEER_EVENTS, ERROR, REGISTERED).
+// PEER_EVENTS, ERROR, REGISTERED, PUNCH_OFFER).
 func (k Kind) FromHubOnly() bool { return kindClass[k]&classHubOnly != 0 }
 
 // OnStream reports whether k may be sent on the TLS link (and on a punched
@@ -97,6 +108,12 @@ var kindClass = [256]uint8{
 	KindUDPMessage: classDatagram | classRouted | classBroadcast,
 	KindReliable:   classDatagram | classRouted,
 	KindJumbo:      classDatagram | classRouted | classBroadcast,
+
+	KindPunchRequest: classStream,
+	KindPunchOffer:   classStream | classHubOnly,
+	KindPunchResult:  classStream,
+	KindPunchProbe:   classDatagram,
+	KindPunchAck:     classDatagram,
 }
 
 // Limits. Each is enforced by the decoder and the encoder of the field it
@@ -191,6 +208,7 @@ const (
 	CodeInternal           ErrorCode = 12 // the hub failed; the message may not have been delivered
 	CodeShuttingDown       ErrorCode = 13 // the hub is stopping; closing, reconnect through the API
 	CodeTimeout            ErrorCode = 14 // no HELLO in time; closing
+	CodeNotRegistered      ErrorCode = 15 // a punch needs both peers registered on UDP; one is not
 )
 
 var codeNames = map[ErrorCode]string{
@@ -198,7 +216,7 @@ var codeNames = map[ErrorCode]string{
 	CodeForbidden: "forbidden", CodeUnknownPeer: "unknown_peer", CodeTooLarge: "too_large",
 	CodeRateLimited: "rate_limited", CodeQuotaExceeded: "quota_exceeded", CodeNetworkFull: "network_full",
 	CodeKicked: "kicked", CodeSlowConsumer: "slow_consumer", CodeInternal: "internal",
-	CodeShuttingDown: "shutting_down", CodeTimeout: "timeout",
+	CodeShuttingDown: "shutting_down", CodeTimeout: "timeout", CodeNotRegistered: "not_registered",
 }
 
 // String returns the code's name, or "code N" for one this version does not

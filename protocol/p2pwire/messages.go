@@ -46,6 +46,16 @@ func New(k Kind) Message {
 		return new(Reliable)
 	case KindJumbo:
 		return new(Jumbo)
+	case KindPunchRequest:
+		return new(PunchRequest)
+	case KindPunchOffer:
+		return new(PunchOffer)
+	case KindPunchResult:
+		return new(PunchResult)
+	case KindPunchProbe:
+		return new(PunchProbe)
+	case KindPunchAck:
+		return new(PunchAck)
 	}
 	return nil
 }
