@@ -2,15 +2,11 @@ package p2p_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
-	"os"
 	"time"
 
 	"github.com/switchboardgg/switchboard/client/p2p"
-	"github.com/switchboardgg/switchboard/client/session"
-	"github.com/switchboardgg/switchboard/internal/teststack"
 )
 
 // Alice punches a direct UDP path to bob through the hub's brokering;
@@ -19,39 +15,9 @@ import (
 // deployment started in this process); across the internet the same
 // calls punch through endpoint-independent NATs.
 func ExamplePeer_Punch() {
-	dir, err := os.MkdirTemp("", "p2p-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	st, err := teststack.Start(ctx, dir, teststack.Config{Hub: true})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer st.Close()
-	join := func(user string) *p2p.Peer {
-		auth, err := st.Backend.CreateAuthToken(ctx, user, 0)
-		if err != nil {
-			log.Fatal(err)
-		}
-		sc, err := session.Login(ctx, st.API, user, auth, nil)
-		if err != nil {
-			log.Fatal(err)
-		}
-		for {
-			peer, err := p2p.Join(ctx, sc, p2p.JoinRequest{Network: "lobby"}, nil)
-			if errors.Is(err, p2p.ErrHubUnavailable) { // the hub is starting
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			if err != nil {
-				log.Fatal(err)
-			}
-			<-peer.Registered() // punching needs both peers registered on UDP
-			return peer
-		}
-	}
+	join, stop := exampleDeployment(ctx)
+	defer stop()
 	alice := join("alice")
 	defer alice.Close()
 	bob := join("bob")

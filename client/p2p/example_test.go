@@ -2,15 +2,10 @@ package p2p_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
-	"os"
-	"time"
 
 	"github.com/switchboardgg/switchboard/client/p2p"
-	"github.com/switchboardgg/switchboard/client/session"
-	"github.com/switchboardgg/switchboard/internal/teststack"
 )
 
 // Two peers meet on a network and talk through its hub: alice sees bob
@@ -18,41 +13,9 @@ import (
 // The example starts its own deployment (control and a hub) in this
 // process; a game logs in to its deployment's API instead.
 func ExampleJoin() {
-	dir, err := os.MkdirTemp("", "p2p-example")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
 	ctx := context.Background()
-	st, err := teststack.Start(ctx, dir, teststack.Config{Hub: true})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer st.Close()
-
-	// Each player logs in (here with auth tokens the backend mints) and
-	// joins the network "lobby", made by the first join.
-	join := func(user string) *p2p.Peer {
-		auth, err := st.Backend.CreateAuthToken(ctx, user, 0)
-		if err != nil {
-			log.Fatal(err)
-		}
-		sc, err := session.Login(ctx, st.API, user, auth, nil)
-		if err != nil {
-			log.Fatal(err)
-		}
-		for {
-			peer, err := p2p.Join(ctx, sc, p2p.JoinRequest{Network: "lobby"}, nil)
-			if errors.Is(err, p2p.ErrHubUnavailable) { // the hub is starting
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			if err != nil {
-				log.Fatal(err)
-			}
-			return peer
-		}
-	}
+	join, stop := exampleDeployment(ctx)
+	defer stop()
 	alice := join("alice")
 	defer alice.Close()
 	bob := join("bob")
