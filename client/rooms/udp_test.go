@@ -401,10 +401,23 @@ func TestUDPRebindAndLoss(t *testing.T) {
 	}
 	// The client's next datagrams come from the new address, and the node
 	// answers there: INPUT still arrives.
+	// INPUT goes unreliable, repeated on the node's datagrams until a FRAME
+	// acknowledges it; the proxy loses some, so keep ticking as the node
+	// would until one arrives.
 	if err := r.SendInput([]byte("after")); err != nil {
 		t.Fatal(err)
 	}
-	recv(t, inputs, "INPUT after the rebind")
+	deadline := time.After(10 * time.Second)
+	for got := false; !got; {
+		s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(201, in(201)), tick(202, in(202)), tick(203, in(203))}})
+		select {
+		case <-inputs:
+			got = true
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("INPUT after the rebind: nothing after 10s")
+		}
+	}
 	if st := px.Stats(); st.Rebinds != 1 || st.Up.Lost == 0 || st.Down.Lost == 0 {
 		t.Errorf("proxy stats %+v: want a rebind and losses both ways", st)
 	}
