@@ -292,7 +292,7 @@ func (fs *files) wait() { fs.wg.Wait() }
 
 // createSafe creates a new file in dir for a sent name: the name's last
 // element, with every byte outside A-Z a-z 0-9 . _ - replaced, no
-// leading dot, at most maxSafeName bytes; " (n)" before the extension
+// leading dot or dash, at most maxSafeName bytes; " (n)" before the extension
 // when the name is taken. It never overwrites, and os.Root keeps it in
 // dir (no "..", no symbolic link out).
 func createSafe(dir, sent string) (*os.File, string, error) {
@@ -330,7 +330,9 @@ func safeName(sent string) string {
 			b[i] = '_'
 		}
 	}
-	name := strings.TrimLeft(string(b), ".")
+	// No leading dot (a hidden file) or dash (read as an option by a
+	// command given the directory's names, as in rm *).
+	name := strings.TrimLeft(string(b), ".-")
 	if len(name) > maxSafeName {
 		ext := filepath.Ext(name)
 		if len(ext) > 16 {
