@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/switchboardgg/switchboard/client/p2p"
 )
@@ -32,6 +33,11 @@ const (
 	maxIncoming = 4
 	// maxSafeName bounds the saved file's name, in bytes.
 	maxSafeName = 100
+	// fileStall is how long an incoming file may go without data before
+	// a new file may take its place: without it, a peer that announces
+	// maxIncoming files and sends nothing holds every place for as long
+	// as it stays.
+	fileStall = time.Minute
 )
 
 // fileOptions are the chat's flags about received files.
@@ -61,6 +67,7 @@ type incoming struct {
 	f          *os.File
 	path       string // where f is: dir and the safe name
 	sum        hashWriter
+	last       time.Time // begin or the last data
 }
 
 type hashWriter interface {
@@ -181,6 +188,7 @@ func (fs *files) receive(ctx context.Context) {
 			}
 			in.sum.Write(m.Payload)
 			in.got += int64(len(m.Payload))
+			in.last = time.Now()
 		case "file-end":
 			in := fs.in[key]
 			if in == nil {
@@ -238,6 +246,7 @@ func (fs *files) begin(ctx context.Context, m *p2p.ReliableMessage, key, id stri
 	}
 	if len(fs.in) >= maxIncoming {
 		fs.dropDeparted()
+		fs.dropStalled(time.Now())
 	}
 	if len(fs.in) >= maxIncoming {
 		refuse(fmt.Sprintf("%d files are being received already", maxIncoming))
@@ -248,7 +257,7 @@ func (fs *files) begin(ctx context.Context, m *p2p.ReliableMessage, key, id stri
 		refuse("cannot save it: " + err.Error())
 		return
 	}
-	fs.in[key] = &incoming{from: m.From, name: name, size: size, f: f, path: path, sum: sha256.New()}
+	fs.in[key] = &incoming{from: m.From, name: name, size: size, f: f, path: path, sum: sha256.New(), last: time.Now()}
 	fs.say("* receiving %s (%s) from %s", name, sizeText(size), m.From)
 }
 
@@ -261,6 +270,17 @@ func (fs *files) dropDeparted() {
 	for k, in := range fs.in {
 		if !here[in.from] {
 			fs.say("! file %s from %s dropped: the sender left", in.name, in.from)
+			fs.abandon(k, in)
+		}
+	}
+}
+
+// dropStalled drops the incoming files that got no data for fileStall
+// before now.
+func (fs *files) dropStalled(now time.Time) {
+	for k, in := range fs.in {
+		if now.Sub(in.last) >= fileStall {
+			fs.say("! file %s from %s dropped: no data for %s", in.name, in.from, fileStall)
 			fs.abandon(k, in)
 		}
 	}
