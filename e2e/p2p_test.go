@@ -120,6 +120,14 @@ func TestP2PChatCLI(t *testing.T) {
 	bob.wait(`<` + regexp.QuoteMeta(aliceID) + `> \(to you\) just you`)
 	alice.say("/msg nobody~x hi")
 	alice.wait(`! hub error unknown_peer \(peer nobody~x\)`)
+	// The hub answers nothing on UDP: the chat itself says the peer is
+	// unknown, and a command without its arguments gets its usage.
+	alice.say("/udp nobody~x hi")
+	alice.wait(`! /udp: no peer nobody~x in this network`)
+	for _, cmd := range []string{"/udp", "/msg", "/send"} {
+		alice.say(cmd)
+		alice.wait(`! usage: ` + cmd + ` PEER`)
+	}
 
 	// The server API kicks bob: his chat exits non-zero saying so.
 	srv, err := session.NewCaller(p.ready.API, nil)

@@ -29,7 +29,8 @@ type punch struct {
 	id       uint64
 	a, b     *peer // requester, other side
 	deadline int64 // Unix nanoseconds
-	results  int   // PUNCH_RESULTs received (one per side)
+	resA     bool  // a's PUNCH_RESULT came
+	resB     bool  // b's PUNCH_RESULT came
 }
 
 // broker holds the punch state of a hub.
@@ -184,7 +185,9 @@ func (b *broker) expire(p *peer, now int64) {
 }
 
 // punchResult handles a PUNCH_RESULT read by c: counted once per side of
-// a punch in flight, ignored otherwise (late, unknown, or a third party's).
+// a punch in flight, ignored otherwise (late, unknown, a third party's, or
+// a side's second: the punch ends with both sides' results, so that a
+// requester cannot end its punches early and exceed MaxPunchesPerPeer).
 func (h *Hub) punchResult(c *conn, body []byte, now int64) bool {
 	var res p2pwire.PunchResult
 	if res.Unmarshal(body) != nil {
@@ -194,10 +197,14 @@ func (h *Hub) punchResult(c *conn, body []byte, now int64) bool {
 	b := h.punch
 	b.mu.Lock()
 	x := b.punches[res.PunchID]
-	counted := x != nil && (x.a == c.p || x.b == c.p) && now < x.deadline+int64(time.Second)
+	counted := x != nil && (x.a == c.p && !x.resA || x.b == c.p && !x.resB) && now < x.deadline+int64(time.Second)
 	if counted {
-		x.results++
-		if x.results == 2 {
+		if x.a == c.p {
+			x.resA = true
+		} else {
+			x.resB = true
+		}
+		if x.resA && x.resB {
 			delete(b.punches, x.id)
 			b.removeFrom(x)
 		}

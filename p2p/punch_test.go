@@ -194,3 +194,35 @@ func TestPunchExpires(t *testing.T) {
 		t.Errorf("a result after the deadline was counted (%v)", got)
 	}
 }
+
+// A punch ends when both sides reported, not when one side reported
+// twice: the requester could otherwise clear its punches in flight at
+// once and keep the other side punching (up to a minute each) far beyond
+// MaxPunchesPerPeer.
+func TestPunchResultOncePerSide(t *testing.T) {
+	th := startHub(t, func(c *Config) { c.MaxPunchesPerPeer = 1; c.PunchRate = -1 })
+	alice, _ := th.join("alice", "lobby")
+	bob, _ := th.join("bob", "lobby")
+	expect[*p2pwire.PeerEvents](alice)
+	th.registerUDP(alice)
+	th.registerUDP(bob)
+	alice.send(&p2pwire.PunchRequest{RequestID: 1, Transport: p2pwire.TransportUDP, TimeoutMS: 60000, Peer: bob.id()})
+	o := expect[*p2pwire.PunchOffer](alice)
+	expect[*p2pwire.PunchOffer](bob)
+	alice.send(&p2pwire.PunchResult{PunchID: o.PunchID, Outcome: p2pwire.PunchFailed})
+	alice.send(&p2pwire.PunchResult{PunchID: o.PunchID, Outcome: p2pwire.PunchFailed})
+	alice.send(&p2pwire.PunchRequest{RequestID: 2, Transport: p2pwire.TransportUDP, TimeoutMS: 60000, Peer: bob.id()})
+	if e := alice.expectError(p2pwire.CodeRateLimited, false); e.MessageID != 2 {
+		t.Fatalf("second punch while bob still punches: %+v", e)
+	}
+	if got := counterValue(t, th.h.m.punches["failed"]); got != 1 {
+		t.Errorf("punches failed %v, want 1 (alice's second result is not counted)", got)
+	}
+	// Bob's result ends the punch: alice may punch again.
+	bob.send(&p2pwire.PunchResult{PunchID: o.PunchID, Outcome: p2pwire.PunchFailed})
+	bob.ping(1)
+	alice.send(&p2pwire.PunchRequest{RequestID: 3, Transport: p2pwire.TransportUDP, TimeoutMS: 60000, Peer: bob.id()})
+	if o3 := expect[*p2pwire.PunchOffer](alice); o3.RequestID != 3 {
+		t.Fatalf("third punch: %+v", o3)
+	}
+}

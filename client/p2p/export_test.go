@@ -2,6 +2,7 @@ package p2p
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"net/netip"
@@ -97,3 +98,9 @@ func init() {
 // SetCandidateSource makes fn the keeper's list of local candidates (the
 // machine's interfaces cannot be changed in a test).
 func (p *Peer) SetCandidateSource(fn func() []netip.AddrPort) { p.udp.localCands.Store(&fn) }
+
+// SendResponse sends a RESPONSE with message id id to peer to, whether or
+// not to asked anything: what a hostile peer can do.
+func (p *Peer) SendResponse(ctx context.Context, to string, id uint64, env Envelope) error {
+	return p.send(ctx, p2pwire.KindResponse, to, false, id, env)
+}

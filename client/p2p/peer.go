@@ -159,10 +159,10 @@ type Peer struct {
 	ended bool     // guarded by cmu; set by end
 
 	mu      sync.Mutex
-	peers   map[string]struct{}       // guarded by mu
-	version uint64                    // guarded by mu; of the peer set held
-	pending map[uint64]chan *response // guarded by mu; requests in flight
-	err     error                     // guarded by mu; why the connection ended
+	peers   map[string]struct{} // guarded by mu
+	version uint64              // guarded by mu; of the peer set held
+	pending map[uint64]pending  // guarded by mu; requests in flight
+	err     error               // guarded by mu; why the connection ended
 
 	endOnce sync.Once
 
@@ -210,7 +210,7 @@ func Connect(ctx context.Context, jr *api.P2PJoinResponse, cfg *Config) (*Peer, 
 		events:  make(chan Event, c.QueueLen),
 		closing: make(chan struct{}),
 		peers:   make(map[string]struct{}),
-		pending: make(map[uint64]chan *response),
+		pending: make(map[uint64]pending),
 	}
 	conn, br, w, err := p.dial(ctx, &p2pwire.Hello{Ticket: []byte(jr.Ticket)})
 	if err != nil {
@@ -412,7 +412,7 @@ func (p *Peer) Request(ctx context.Context, to string, env Envelope) (*Message, 
 		p.mu.Unlock()
 		return nil, fmt.Errorf("p2p: request: %d requests in flight already", len(p.pending))
 	}
-	p.pending[id] = ch
+	p.pending[id] = pending{ch: ch, to: to}
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()

@@ -181,7 +181,7 @@ func (p *Peer) Punch(ctx context.Context, peer string, transport Transport) erro
 		p.mu.Unlock()
 		return fmt.Errorf("p2p: punch: %d requests in flight already", len(p.pending))
 	}
-	p.pending[id] = errCh // an ERROR about the request fails it
+	p.pending[id] = pending{ch: errCh} // an ERROR about the request fails it; no peer answers it
 	p.mu.Unlock()
 	pp.mu.Lock()
 	pp.offers[id] = offerCh

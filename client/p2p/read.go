@@ -190,7 +190,7 @@ func (p *Peer) handle(body []byte) error {
 		if err := m.Unmarshal(body); err != nil {
 			return &ProtocolError{Err: err}
 		}
-		p.answer(m.MessageID, &response{msg: &Message{From: string(m.From), p: p,
+		p.answer(m.MessageID, string(m.From), &response{msg: &Message{From: string(m.From), p: p,
 			Envelope: Envelope{Header: m.Header, Pairs: m.Pairs, Payload: bytes.Clone(m.Payload)}}})
 	case p2pwire.KindPunchOffer:
 		var m p2pwire.PunchOffer
@@ -213,24 +213,37 @@ func (p *Peer) hubErr(m *p2pwire.Error) error {
 	if m.Closing {
 		return he
 	}
-	if m.MessageID != 0 && p.answer(m.MessageID, &response{err: he}) {
+	if m.MessageID != 0 && p.answer(m.MessageID, "", &response{err: he}) {
 		return nil
 	}
 	p.emit(Event{Type: EventError, Peer: he.Peer, Err: he})
 	return nil
 }
 
+// pending is a request in flight: its waiter, and the peer asked ("" for
+// a request to the hub, which only the hub's ERROR answers).
+type pending struct {
+	ch chan *response
+	to string
+}
+
 // answer hands the outcome of request id to its waiter, and reports
-// whether one was waiting.
-func (p *Peer) answer(id uint64, r *response) bool {
+// whether one was waiting. from is the responding peer, "" for the hub's
+// ERROR: a RESPONSE from any peer but the one asked is dropped (request
+// ids are a counter, so another peer of the network could guess them).
+func (p *Peer) answer(id uint64, from string, r *response) bool {
 	p.mu.Lock()
-	ch := p.pending[id]
+	w, ok := p.pending[id]
+	if ok && from != "" && from != w.to {
+		p.mu.Unlock()
+		return false // not the asked peer's: dropped
+	}
 	delete(p.pending, id)
 	p.mu.Unlock()
-	if ch == nil {
+	if !ok {
 		return false // abandoned: dropped
 	}
-	ch <- r // buffered, one answer per request
+	w.ch <- r // buffered, one answer per request
 	return true
 }
 

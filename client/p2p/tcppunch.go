@@ -301,7 +301,7 @@ func (a *attempt) readTCP(br *bufio.Reader) {
 			if m.Unmarshal(plain) != nil {
 				return
 			}
-			p.answer(m.MessageID, &response{msg: &Message{From: a.d.peer, p: p, Path: PathDirectTCP,
+			p.answer(m.MessageID, a.d.peer, &response{msg: &Message{From: a.d.peer, p: p, Path: PathDirectTCP,
 				Envelope: Envelope{Header: m.Header, Pairs: m.Pairs, Payload: append([]byte(nil), m.Payload...)}}})
 		default:
 			if rt.Kind.OnDatagram() {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -234,22 +235,27 @@ func chatLine(ctx context.Context, peer *p2p.Peer, fs *files, line string, say f
 			say("  %s (%s)", p, peer.PathTo(p))
 		}
 		return false, nil
-	case strings.HasPrefix(line, "/udp "):
-		to, text, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "/udp ")), " ")
+	case line == "/udp" || strings.HasPrefix(line, "/udp "):
+		to, text, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "/udp")), " ")
 		if !ok || to == "" || text == "" {
 			return false, errors.New("usage: /udp PEER text")
+		}
+		// The hub drops a datagram to an unknown peer without a word (it
+		// answers nothing on UDP): say so here, as /msg's hub error does.
+		if !slices.Contains(peer.Peers(), to) {
+			return false, fmt.Errorf("/udp: no peer %s in this network (see /peers)", printable([]byte(to)))
 		}
 		return false, peer.SendUDP(ctx, to, p2p.Envelope{Header: "chat", Payload: []byte(text)})
 	case line == "/punch" || strings.HasPrefix(line, "/punch "):
 		return false, chatPunch(ctx, peer, strings.Fields(line)[1:], say)
-	case strings.HasPrefix(line, "/msg "):
-		to, text, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "/msg ")), " ")
+	case line == "/msg" || strings.HasPrefix(line, "/msg "):
+		to, text, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "/msg")), " ")
 		if !ok || to == "" || text == "" {
 			return false, errors.New("usage: /msg PEER text")
 		}
 		return false, peer.Send(ctx, to, p2p.Envelope{Header: "chat", Payload: []byte(text)})
-	case strings.HasPrefix(line, "/send "):
-		return false, fs.send(ctx, strings.TrimPrefix(line, "/send "))
+	case line == "/send" || strings.HasPrefix(line, "/send "):
+		return false, fs.send(ctx, strings.TrimPrefix(line, "/send"))
 	case strings.HasPrefix(line, "/"):
 		return false, errors.New("unknown command; try /peers, /msg PEER text, /udp PEER text, /send PEER FILE, /punch PEER [udp|tcp] or /quit")
 	}

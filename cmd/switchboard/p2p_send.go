@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/switchboardgg/switchboard/client/p2p"
 )
@@ -32,6 +33,11 @@ const (
 	maxIncoming = 4
 	// maxSafeName bounds the saved file's name, in bytes.
 	maxSafeName = 100
+	// fileStall is how long an incoming file may go without data before
+	// a new file may take its place: without it, a peer that announces
+	// maxIncoming files and sends nothing holds every place for as long
+	// as it stays.
+	fileStall = time.Minute
 )
 
 // fileOptions are the chat's flags about received files.
@@ -61,6 +67,7 @@ type incoming struct {
 	f          *os.File
 	path       string // where f is: dir and the safe name
 	sum        hashWriter
+	last       time.Time // begin or the last data
 }
 
 type hashWriter interface {
@@ -181,6 +188,7 @@ func (fs *files) receive(ctx context.Context) {
 			}
 			in.sum.Write(m.Payload)
 			in.got += int64(len(m.Payload))
+			in.last = time.Now()
 		case "file-end":
 			in := fs.in[key]
 			if in == nil {
@@ -238,6 +246,7 @@ func (fs *files) begin(ctx context.Context, m *p2p.ReliableMessage, key, id stri
 	}
 	if len(fs.in) >= maxIncoming {
 		fs.dropDeparted()
+		fs.dropStalled(time.Now())
 	}
 	if len(fs.in) >= maxIncoming {
 		refuse(fmt.Sprintf("%d files are being received already", maxIncoming))
@@ -248,7 +257,7 @@ func (fs *files) begin(ctx context.Context, m *p2p.ReliableMessage, key, id stri
 		refuse("cannot save it: " + err.Error())
 		return
 	}
-	fs.in[key] = &incoming{from: m.From, name: name, size: size, f: f, path: path, sum: sha256.New()}
+	fs.in[key] = &incoming{from: m.From, name: name, size: size, f: f, path: path, sum: sha256.New(), last: time.Now()}
 	fs.say("* receiving %s (%s) from %s", name, sizeText(size), m.From)
 }
 
@@ -261,6 +270,17 @@ func (fs *files) dropDeparted() {
 	for k, in := range fs.in {
 		if !here[in.from] {
 			fs.say("! file %s from %s dropped: the sender left", in.name, in.from)
+			fs.abandon(k, in)
+		}
+	}
+}
+
+// dropStalled drops the incoming files that got no data for fileStall
+// before now.
+func (fs *files) dropStalled(now time.Time) {
+	for k, in := range fs.in {
+		if now.Sub(in.last) >= fileStall {
+			fs.say("! file %s from %s dropped: no data for %s", in.name, in.from, fileStall)
 			fs.abandon(k, in)
 		}
 	}
@@ -292,7 +312,7 @@ func (fs *files) wait() { fs.wg.Wait() }
 
 // createSafe creates a new file in dir for a sent name: the name's last
 // element, with every byte outside A-Z a-z 0-9 . _ - replaced, no
-// leading dot, at most maxSafeName bytes; " (n)" before the extension
+// leading dot or dash, at most maxSafeName bytes; " (n)" before the extension
 // when the name is taken. It never overwrites, and os.Root keeps it in
 // dir (no "..", no symbolic link out).
 func createSafe(dir, sent string) (*os.File, string, error) {
@@ -330,7 +350,9 @@ func safeName(sent string) string {
 			b[i] = '_'
 		}
 	}
-	name := strings.TrimLeft(string(b), ".")
+	// No leading dot (a hidden file) or dash (read as an option by a
+	// command given the directory's names, as in rm *).
+	name := strings.TrimLeft(string(b), ".-")
 	if len(name) > maxSafeName {
 		ext := filepath.Ext(name)
 		if len(ext) > 16 {

@@ -3,8 +3,10 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSafeName(t *testing.T) {
@@ -14,6 +16,9 @@ func TestSafeName(t *testing.T) {
 		{`..\..\windows\system.ini`, "system.ini"},
 		{"..", "file"},
 		{".bashrc", "bashrc"},
+		{"-rf", "rf"},
+		{"--checkpoint-action=exec=sh x.sh", "checkpoint-action_exec_sh_x.sh"},
+		{".-.-x", "x"},
 		{"", "file"},
 		{"a b;rm -rf ~.txt", "a_b_rm_-rf__.txt"},
 		{"é\x00\n.bin", "____.bin"},
@@ -56,4 +61,28 @@ func TestCreateSafeNeverOverwrites(t *testing.T) {
 	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
 		t.Errorf("a file was created outside the directory: %v", ents)
 	}
+}
+
+// TestStalledFilesMakeRoom: files announced and then starved of data
+// for fileStall are dropped (and deleted) when a new file needs their
+// place; one that got data lately stays.
+func TestStalledFilesMakeRoom(t *testing.T) {
+	dir := t.TempDir()
+	fs := &files{say: t.Logf, in: map[string]*incoming{}}
+	now := time.Now()
+	for i, last := range []time.Time{now.Add(-2 * fileStall), now.Add(-fileStall), now.Add(-fileStall / 2)} {
+		f, path, err := createSafe(dir, "f.bin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.in[strconv.Itoa(i)] = &incoming{from: "mallory~x", name: "f.bin", f: f, path: path, last: last}
+	}
+	fs.dropStalled(now)
+	if len(fs.in) != 1 || fs.in["2"] == nil {
+		t.Fatalf("left %d incoming files: %v", len(fs.in), fs.in)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Fatalf("the dropped files stay on disk: %v", ents)
+	}
+	fs.abandon("2", fs.in["2"])
 }
