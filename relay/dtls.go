@@ -422,6 +422,12 @@ func (c *dtlsConn) run() {
 	if err != nil { // the PSK callback accepted it
 		return
 	}
+	// A released allocation's key still derives from its id: its former
+	// holder handshakes, but could bind nothing; it holds no connection.
+	if _, ok := s.released.Load(id); ok {
+		s.m.dtlsHandshakes[dtlsHandshakeRefused].Inc()
+		return
+	}
 	// An allocation needs one connection (two while it re-binds): more
 	// would let one key holder fill MaxDTLSConns.
 	t.mu.Lock()

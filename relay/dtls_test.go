@@ -520,3 +520,32 @@ func TestDTLSHandshakeSource(t *testing.T) {
 		}
 	}
 }
+
+// TestDTLSReleasedIdentity: the key of a released allocation still
+// derives from its id, so its former holder completes a handshake; the
+// connection is closed at once (it could bind nothing), so that released
+// allocations' keys cannot hold DTLS connections open.
+func TestDTLSReleasedIdentity(t *testing.T) {
+	f := newFixture(t, nil)
+	addr := f.serveDTLS()
+	h := f.host(1)
+	c, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound(t, c, h, 0)
+	c.send(append(hdr(tClose), h.id[:]...))
+	waitFor(t, "no DTLS connection", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 0 })
+
+	again, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := again.recv(5 * time.Second); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("released identity: got % x, %v; want the connection closed", got, err)
+	}
+	waitFor(t, "no DTLS connection", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 0 })
+	if got := f.value("switchboard_relay_dtls_handshakes_total", "result", "refused"); got != 1 {
+		t.Fatalf("%v refused handshakes, want 1", got)
+	}
+}
