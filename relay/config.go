@@ -64,6 +64,11 @@ const (
 	// DefaultMaxWSConns bounds the WebSocket connections of one node,
 	// handshaking ones included; more are closed at once.
 	DefaultMaxWSConns = 20_000
+	// DefaultMaxWSConnsPerIP bounds the WebSocket connections from one
+	// IPv4 address or IPv6 /64, handshaking ones included, so that one
+	// host cannot hold DefaultMaxWSConns; more are closed at once. It
+	// leaves room for many players behind one NAT.
+	DefaultMaxWSConnsPerIP = 1_000
 	// DefaultDTLSHandshakeTimeout bounds a DTLS handshake, from the first
 	// ClientHello.
 	DefaultDTLSHandshakeTimeout = 10 * time.Second
@@ -179,6 +184,8 @@ type Config struct {
 	WSSendQueue int
 	// MaxWSConns, zero: DefaultMaxWSConns.
 	MaxWSConns int
+	// MaxWSConnsPerIP, zero: DefaultMaxWSConnsPerIP.
+	MaxWSConnsPerIP int
 	// DTLSHandshakeTimeout, zero: DefaultDTLSHandshakeTimeout.
 	DTLSHandshakeTimeout time.Duration
 	// DTLSIdleTimeout, zero: DefaultDTLSIdleTimeout.
@@ -241,6 +248,7 @@ func (c *Config) fill() {
 	orDefault(&c.WSWriteTimeout, DefaultWSWriteTimeout)
 	orDefault(&c.WSSendQueue, DefaultWSSendQueue)
 	orDefault(&c.MaxWSConns, DefaultMaxWSConns)
+	orDefault(&c.MaxWSConnsPerIP, DefaultMaxWSConnsPerIP)
 	orDefault(&c.DTLSHandshakeTimeout, DefaultDTLSHandshakeTimeout)
 	orDefault(&c.DTLSIdleTimeout, DefaultDTLSIdleTimeout)
 	orDefault(&c.MaxDTLSConns, DefaultMaxDTLSConns)

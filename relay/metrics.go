@@ -26,7 +26,7 @@ const (
 	dropRejected                         // CONNECT_REQUEST to a full host (answered REJECTED)
 	dropBandwidth                        // over the sender allocation's byte rate
 	dropSourceRate                       // over the source address's message rate
-	dropCapacity                         // MaxAllocations or MaxReleased reached
+	dropCapacity                         // MaxAllocations or MaxReleased reached, or a WebSocket connection over MaxWSConns or MaxWSConnsPerIP
 	dropSendFailed                       // a socket write failed, or a WebSocket send queue was full
 	dropNoRoute                          // the recipient has no live carrier
 	dropDTLSNotHello                     // a datagram from a source with no DTLS connection that is not a ClientHello
