@@ -72,6 +72,12 @@ const (
 	// DefaultDTLSHandshakeTimeout bounds a DTLS handshake, from the first
 	// ClientHello.
 	DefaultDTLSHandshakeTimeout = 10 * time.Second
+	// DefaultDTLSCookieTimeout ends a DTLS handshake whose source has not
+	// echoed the HelloVerifyRequest's cookie within it (a spoofed source
+	// never does), so that spoofed ClientHellos hold handshake slots for
+	// this long, not DefaultDTLSHandshakeTimeout. A client answers at once;
+	// one whose answer is lost retransmits its ClientHello and starts over.
+	DefaultDTLSCookieTimeout = 2 * time.Second
 	// DefaultDTLSIdleTimeout closes a DTLS connection that sent nothing
 	// for this long, or for its allocation's own idle timeout when that is
 	// longer (as DefaultWSIdleTimeout).
@@ -188,6 +194,8 @@ type Config struct {
 	MaxWSConnsPerIP int
 	// DTLSHandshakeTimeout, zero: DefaultDTLSHandshakeTimeout.
 	DTLSHandshakeTimeout time.Duration
+	// DTLSCookieTimeout, zero: DefaultDTLSCookieTimeout.
+	DTLSCookieTimeout time.Duration
 	// DTLSIdleTimeout, zero: DefaultDTLSIdleTimeout.
 	DTLSIdleTimeout time.Duration
 	// MaxDTLSConns, zero: DefaultMaxDTLSConns.
@@ -250,6 +258,7 @@ func (c *Config) fill() {
 	orDefault(&c.MaxWSConns, DefaultMaxWSConns)
 	orDefault(&c.MaxWSConnsPerIP, DefaultMaxWSConnsPerIP)
 	orDefault(&c.DTLSHandshakeTimeout, DefaultDTLSHandshakeTimeout)
+	orDefault(&c.DTLSCookieTimeout, DefaultDTLSCookieTimeout)
 	orDefault(&c.DTLSIdleTimeout, DefaultDTLSIdleTimeout)
 	orDefault(&c.MaxDTLSConns, DefaultMaxDTLSConns)
 	orDefault(&c.MaxDTLSHandshakes, DefaultMaxDTLSHandshakes)

@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -548,4 +549,84 @@ func TestDTLSReleasedIdentity(t *testing.T) {
 	if got := f.value("switchboard_relay_dtls_handshakes_total", "result", "refused"); got != 1 {
 		t.Fatalf("%v refused handshakes, want 1", got)
 	}
+}
+
+// TestDTLSCookieTimeout: a handshake whose source never echoes the cookie
+// (a spoofed one) gives its slot back after DTLSCookieTimeout, long
+// before DTLSHandshakeTimeout; one that echoes it goes on.
+func TestDTLSCookieTimeout(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) {
+		c.MaxDTLSHandshakesPerIP = 1
+		c.DTLSHandshakeTimeout = time.Minute
+		c.DTLSCookieTimeout = 300 * time.Millisecond
+	})
+	addr := f.serveDTLS()
+	spoofed := dialUDP(t, addr)
+	spoofed.send(clientHello(t))
+	if _, err := spoofed.recv(5 * time.Second); err != nil {
+		t.Fatalf("no HelloVerifyRequest: %v", err)
+	}
+	waitFor(t, "the unechoed handshake to end", func() bool {
+		return f.value("switchboard_relay_dtls_handshakes_total", "result", "failed") == 1
+	})
+	h := f.host(1)
+	c, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound(t, c, h, 0)
+	if c := relay.FilledConfigForTest(relay.Config{}); c.DTLSCookieTimeout != 2*time.Second {
+		t.Fatalf("DTLSCookieTimeout default %v, want 2s", c.DTLSCookieTimeout)
+	}
+}
+
+// TestDTLSCookieEchoed: a source that echoes the cookie and then stalls
+// keeps its handshake past DTLSCookieTimeout, until DTLSHandshakeTimeout.
+func TestDTLSCookieEchoed(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) {
+		c.DTLSHandshakeTimeout = 4 * time.Second
+		c.DTLSCookieTimeout = time.Second
+	})
+	addr := f.serveDTLS()
+	hello := clientHello(t)
+	start := time.Now()
+	c := dialUDP(t, addr)
+	c.send(hello)
+	hvr, err := c.recv(5 * time.Second)
+	if err != nil {
+		t.Fatalf("no HelloVerifyRequest: %v", err)
+	}
+	c.send(withCookie(t, hello, hvr[13+12+3:13+12+3+int(hvr[13+12+2])]))
+	// Past the cookie timeout (with a margin), the handshake is still on.
+	time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
+	if got := f.value("switchboard_relay_dtls_handshakes_total", "result", "failed"); got != 0 {
+		t.Fatalf("an echoed handshake ended at the cookie timeout (%v failed)", got)
+	}
+	waitFor(t, "the handshake timeout", func() bool {
+		return f.value("switchboard_relay_dtls_handshakes_total", "result", "failed") == 1
+	})
+}
+
+// withCookie returns the cookieless ClientHello hello with cookie in it,
+// as the second ClientHello of a handshake (message_seq 1, record
+// sequence 1).
+func withCookie(t *testing.T, hello, cookie []byte) []byte {
+	t.Helper()
+	at := 13 + 12 + 2 + 32
+	at += 1 + int(hello[at])
+	if hello[at] != 0 {
+		t.Fatalf("the ClientHello has a cookie already")
+	}
+	out := append(append(append(append([]byte(nil), hello[:at]...), byte(len(cookie))), cookie...), hello[at+1:]...)
+	put16 := func(i, d int) { binary.BigEndian.PutUint16(out[i:], uint16(int(binary.BigEndian.Uint16(out[i:]))+d)) }
+	put24 := func(i, d int) {
+		v := int(out[i])<<16 | int(out[i+1])<<8 | int(out[i+2]) + d
+		out[i], out[i+1], out[i+2] = byte(v>>16), byte(v>>8), byte(v)
+	}
+	put16(11, len(cookie)) // record length
+	out[10] = 1            // record sequence number 1
+	put24(14, len(cookie)) // handshake length
+	out[18] = 1            // message_seq 1
+	put24(22, len(cookie)) // fragment length
+	return out
 }

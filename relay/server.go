@@ -69,7 +69,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("relay: max datagram %d out of [%d, %d]: %w", cfg.MaxDatagram, relaywire.RelayHeaderSize, relaywire.MaxMessageSize, ErrConfig)
 	case cfg.IdleTimeout < 0 || cfg.HostAloneTimeout < 0 || cfg.BindTimeout < 0 || cfg.SweepInterval < 0 ||
 		cfg.WSHandshakeTimeout < 0 || cfg.WSIdleTimeout < 0 || cfg.WSWriteTimeout < 0 ||
-		cfg.DTLSHandshakeTimeout < 0 || cfg.DTLSIdleTimeout < 0:
+		cfg.DTLSHandshakeTimeout < 0 || cfg.DTLSCookieTimeout < 0 || cfg.DTLSIdleTimeout < 0:
 		return nil, fmt.Errorf("relay: negative timeout: %w", ErrConfig)
 	case cfg.MaxAllocations < 0 || cfg.MaxReleased < 0 || cfg.MaxPeers < 0 || cfg.AllocationRate < 0 ||
 		cfg.SourceRate < 0 || cfg.SourceBurst < 0 || cfg.SubscribeRate < 0 || cfg.SubscribeBurst < 0 || cfg.WSSendQueue < 0 || cfg.MaxWSConns < 0 || cfg.MaxWSConnsPerIP < 0 || cfg.Batch < 0 ||
