@@ -279,6 +279,7 @@ type dtlsConn struct {
 	// with it: the source is not spoofed.
 	cookie atomic.Pointer[[]byte]
 	echoed atomic.Bool
+	bound  atomic.Bool            // an allocation was bound over c (noteBound)
 	id     relaywire.AllocationID // the PSK identity; written before conn is set
 
 	dlMu sync.Mutex
@@ -522,6 +523,10 @@ func (c *dtlsConn) run() {
 	w := s.newWorker(newSourceTable(1, &s.cfg))
 	ep := endpoint{c: c}
 	buf := make([]byte, s.cfg.MaxDatagram+1)
+	// A client binds first thing (BIND, retried while unanswered): a
+	// connection that has bound nothing by then is closed, however much
+	// it sends, so that a key holder cannot keep idle connections.
+	bindBy := time.Now().Add(s.cfg.DTLSHandshakeTimeout)
 	for {
 		// Silence is tolerated as long as its allocation tolerates it (an
 		// allocation's own idle timeout may be longer: a long scene load).
@@ -529,7 +534,17 @@ func (c *dtlsConn) run() {
 		if a := s.lookup(c.id); a != nil && a.idle > idle {
 			idle = a.idle
 		}
-		_ = conn.SetReadDeadline(time.Now().Add(idle))
+		dl := time.Now().Add(idle)
+		if !c.bound.Load() {
+			if !time.Now().Before(bindBy) {
+				s.m.drops[dropDTLSUnbound].Inc()
+				return
+			}
+			if bindBy.Before(dl) {
+				dl = bindBy
+			}
+		}
+		_ = conn.SetReadDeadline(dl)
 		n, err := conn.Read(buf)
 		if err != nil {
 			var te *dtls.TemporaryError

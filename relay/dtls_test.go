@@ -630,3 +630,42 @@ func withCookie(t *testing.T, hello, cookie []byte) []byte {
 	put24(22, len(cookie)) // fragment length
 	return out
 }
+
+// TestDTLSMustBind: a DTLS connection that binds nothing within
+// DTLSHandshakeTimeout of its handshake is closed, however much it sends
+// (a live allocation's key holder cannot keep idle connections), and one
+// that bound stays.
+func TestDTLSMustBind(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) { c.DTLSHandshakeTimeout = 500 * time.Millisecond })
+	addr := f.serveDTLS()
+	h := f.host(1)
+	idle, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := f.joiner(h)
+	busy, err := dialDTLS(t, addr, j.id[:], j.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound(t, busy, j, 0)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("the unbound connection is still open after 10 s")
+		}
+		idle.send(mPing(h.id)) // unbound: answered with ERROR 4 at most
+		if got, err := idle.recv(100 * time.Millisecond); err != nil && !errors.Is(err, errTimeout) {
+			break // closed
+		} else if err == nil && len(got) > 0 && got[3] != tError {
+			t.Fatalf("unbound connection got % x", got)
+		}
+		busy.send(mPing(j.id))
+		expectNext(t, busy, mPing(j.id))
+		if f.gauge("switchboard_relay_dtls_connections") < 2 {
+			break
+		}
+	}
+	waitFor(t, "the unbound connection closed", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 1 })
+	busy.send(mPing(j.id))
+	expectNext(t, busy, mPing(j.id))
+}

@@ -92,8 +92,13 @@ type wsConn struct {
 }
 
 // noteBound tells ep's carrier that a was bound over it: a WebSocket
-// connection then tolerates a's own idle timeout.
+// connection then tolerates a's own idle timeout, a DTLS connection has
+// bound (it is closed if it binds nothing after its handshake).
 func noteBound(ep endpoint, a *allocation) {
+	if d, ok := ep.c.(*dtlsConn); ok {
+		d.bound.Store(true)
+		return
+	}
 	c, ok := ep.c.(*wsConn)
 	if !ok {
 		return
