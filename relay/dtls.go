@@ -537,7 +537,7 @@ func (c *dtlsConn) run() {
 		dl := time.Now().Add(idle)
 		if !c.bound.Load() {
 			if !time.Now().Before(bindBy) {
-				s.m.drops[dropDTLSUnbound].Inc()
+				w.drop(dropDTLSUnbound)
 				return
 			}
 			if bindBy.Before(dl) {
@@ -551,6 +551,9 @@ func (c *dtlsConn) run() {
 			if errors.As(err, &te) && !te.Timeout() {
 				w.drop(dropTooLarge) // a record over MaxDatagram
 				continue
+			}
+			if !c.bound.Load() && !time.Now().Before(bindBy) {
+				w.drop(dropDTLSUnbound)
 			}
 			return
 		}

@@ -666,6 +666,9 @@ func TestDTLSMustBind(t *testing.T) {
 		}
 	}
 	waitFor(t, "the unbound connection closed", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 1 })
+	if got := f.drops("dtls_unbound"); got != 1 {
+		t.Fatalf("dtls_unbound %v, want 1", got)
+	}
 	busy.send(mPing(j.id))
 	expectNext(t, busy, mPing(j.id))
 }
