@@ -150,6 +150,11 @@ func TestRelayCLIChat(t *testing.T) {
 	if code := peer.exit(); code == 0 || !strings.Contains(peer.log.String(), "the host left") {
 		t.Fatalf("joiner of a host that left exited %d:\n%s", code, peer.log.String())
 	}
+	// Said once, for people: no SDK log record in the chat's terminal.
+	if log := peer.log.String(); strings.Contains(log, "INFO") ||
+		!strings.HasSuffix(log, "\nswitchboard: relay join: the host left\n") {
+		t.Fatalf("joiner of a host that left said:\n%s", log)
+	}
 
 	// Failures exit non-zero with the reason.
 	_, stderr, err = cliAll(t, "relay", "join", code, "--ready-file", rf)

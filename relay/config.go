@@ -64,9 +64,20 @@ const (
 	// DefaultMaxWSConns bounds the WebSocket connections of one node,
 	// handshaking ones included; more are closed at once.
 	DefaultMaxWSConns = 20_000
+	// DefaultMaxWSConnsPerIP bounds the WebSocket connections from one
+	// IPv4 address or IPv6 /64, handshaking ones included, so that one
+	// host cannot hold DefaultMaxWSConns; more are closed at once. It
+	// leaves room for many players behind one NAT.
+	DefaultMaxWSConnsPerIP = 1_000
 	// DefaultDTLSHandshakeTimeout bounds a DTLS handshake, from the first
 	// ClientHello.
 	DefaultDTLSHandshakeTimeout = 10 * time.Second
+	// DefaultDTLSCookieTimeout ends a DTLS handshake whose source has not
+	// echoed the HelloVerifyRequest's cookie within it (a spoofed source
+	// never does), so that spoofed ClientHellos hold handshake slots for
+	// this long, not DefaultDTLSHandshakeTimeout. A client answers at once;
+	// one whose answer is lost retransmits its ClientHello and starts over.
+	DefaultDTLSCookieTimeout = 2 * time.Second
 	// DefaultDTLSIdleTimeout closes a DTLS connection that sent nothing
 	// for this long, or for its allocation's own idle timeout when that is
 	// longer (as DefaultWSIdleTimeout).
@@ -179,8 +190,12 @@ type Config struct {
 	WSSendQueue int
 	// MaxWSConns, zero: DefaultMaxWSConns.
 	MaxWSConns int
+	// MaxWSConnsPerIP, zero: DefaultMaxWSConnsPerIP.
+	MaxWSConnsPerIP int
 	// DTLSHandshakeTimeout, zero: DefaultDTLSHandshakeTimeout.
 	DTLSHandshakeTimeout time.Duration
+	// DTLSCookieTimeout, zero: DefaultDTLSCookieTimeout.
+	DTLSCookieTimeout time.Duration
 	// DTLSIdleTimeout, zero: DefaultDTLSIdleTimeout.
 	DTLSIdleTimeout time.Duration
 	// MaxDTLSConns, zero: DefaultMaxDTLSConns.
@@ -241,7 +256,9 @@ func (c *Config) fill() {
 	orDefault(&c.WSWriteTimeout, DefaultWSWriteTimeout)
 	orDefault(&c.WSSendQueue, DefaultWSSendQueue)
 	orDefault(&c.MaxWSConns, DefaultMaxWSConns)
+	orDefault(&c.MaxWSConnsPerIP, DefaultMaxWSConnsPerIP)
 	orDefault(&c.DTLSHandshakeTimeout, DefaultDTLSHandshakeTimeout)
+	orDefault(&c.DTLSCookieTimeout, DefaultDTLSCookieTimeout)
 	orDefault(&c.DTLSIdleTimeout, DefaultDTLSIdleTimeout)
 	orDefault(&c.MaxDTLSConns, DefaultMaxDTLSConns)
 	orDefault(&c.MaxDTLSHandshakes, DefaultMaxDTLSHandshakes)

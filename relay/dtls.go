@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +36,7 @@ const (
 	dtlsContentHS       = 22
 	dtlsHandshakeHeader = 12
 	dtlsClientHello     = 1
+	dtlsHelloVerify     = 3
 )
 
 // ServeDTLS serves relay messages over DTLS 1.2 on pc (docs/protocol/relay.md
@@ -50,7 +52,8 @@ const (
 // with a HelloVerifyRequest (a cookie) before the handshake goes on, so a
 // spoofed source gets one datagram smaller than its ClientHello. Each
 // connection runs one goroutine (handshake, then reads). Handshakes are
-// bounded by Config.DTLSHandshakeTimeout, Config.MaxDTLSHandshakes and
+// bounded by Config.DTLSHandshakeTimeout (Config.DTLSCookieTimeout until
+// the source echoes the cookie), Config.MaxDTLSHandshakes and
 // Config.MaxDTLSHandshakesPerIP, connections by Config.MaxDTLSConns and
 // Config.DTLSIdleTimeout and, per allocation, Config.MaxDTLSConnsPerAllocation;
 // a connection is closed when the allocation
@@ -138,6 +141,9 @@ func (d *dtlsSocket) dispatch(ap netip.AddrPort, b []byte, src *sourceTable) {
 	c := t.conns[k]
 	t.mu.Unlock()
 	if c != nil {
+		if !c.echoed.Load() && c.echoes(b) {
+			c.echoed.Store(true)
+		}
 		c.push(b)
 		return
 	}
@@ -210,6 +216,48 @@ func isClientHello(b []byte) bool {
 		b[dtlsRecordHeader] == dtlsClientHello
 }
 
+// hvrCookie returns the cookie of b when b starts with a handshake record
+// of epoch 0 holding a HelloVerifyRequest (RFC 6347 §4.2.1).
+func hvrCookie(b []byte) ([]byte, bool) {
+	const at = dtlsRecordHeader + dtlsHandshakeHeader + 2 // past server_version
+	if len(b) <= at || b[0] != dtlsContentHS || b[3] != 0 || b[4] != 0 || b[dtlsRecordHeader] != dtlsHelloVerify {
+		return nil, false
+	}
+	n := int(b[at])
+	if len(b) < at+1+n {
+		return nil, false
+	}
+	return b[at+1 : at+1+n], true
+}
+
+// helloCookie returns the cookie of b when b starts with a ClientHello
+// record (RFC 6347 §4.2.1: version, random, session id, cookie).
+func helloCookie(b []byte) ([]byte, bool) {
+	if !isClientHello(b) {
+		return nil, false
+	}
+	at := dtlsRecordHeader + dtlsHandshakeHeader + 2 + 32 // the session id's length
+	if len(b) <= at {
+		return nil, false
+	}
+	at += 1 + int(b[at]) // the cookie's length
+	if len(b) <= at {
+		return nil, false
+	}
+	n := int(b[at])
+	if len(b) < at+1+n {
+		return nil, false
+	}
+	return b[at+1 : at+1+n], true
+}
+
+// echoes reports whether b is a ClientHello with the cookie c sent.
+func (c *dtlsConn) echoes(b []byte) bool {
+	sent := c.cookie.Load()
+	got, ok := helloCookie(b)
+	return sent != nil && ok && len(got) > 0 && bytes.Equal(got, *sent)
+}
+
 // dtlsConn is one DTLS connection: a carrier for the allocation its PSK
 // identity names. To pion it is the net.PacketConn of one peer: the
 // socket's reader pushes the peer's datagrams into a bounded queue (a
@@ -225,7 +273,14 @@ type dtlsConn struct {
 	done chan struct{} // closed by stop
 
 	conn atomic.Pointer[dtls.Conn] // set once the handshake is done
-	id   relaywire.AllocationID    // the PSK identity; written before conn is set
+
+	// cookie is the HelloVerifyRequest's cookie (set by WriteTo, read by
+	// the socket's reader); echoed is set once a ClientHello came back
+	// with it: the source is not spoofed.
+	cookie atomic.Pointer[[]byte]
+	echoed atomic.Bool
+	bound  atomic.Bool            // an allocation was bound over c (noteBound)
+	id     relaywire.AllocationID // the PSK identity; written before conn is set
 
 	dlMu sync.Mutex
 	dl   chan struct{} // closed when the read deadline passes; guarded by dlMu
@@ -288,6 +343,12 @@ func (c *dtlsConn) ReadFrom(b []byte) (int, net.Addr, error) {
 // WriteTo is pion's write of one datagram to the peer; it works after
 // stop, so that the close_notify of pion's Close leaves.
 func (c *dtlsConn) WriteTo(b []byte, _ net.Addr) (int, error) {
+	if c.cookie.Load() == nil {
+		if ck, ok := hvrCookie(b); ok {
+			ck = append([]byte(nil), ck...)
+			c.cookie.Store(&ck)
+		}
+	}
 	n, err := c.d.write(b, c.ap)
 	if err != nil {
 		c.s.m.drops[dropSendFailed].Inc()
@@ -401,6 +462,13 @@ func (c *dtlsConn) run() {
 	}
 	defer conn.Close() // sends close_notify while the socket is open
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DTLSHandshakeTimeout)
+	// A source that has not echoed the cookie by DTLSCookieTimeout is
+	// spoofed, or starts over with a new ClientHello: its slot comes back.
+	cookieT := time.AfterFunc(s.cfg.DTLSCookieTimeout, func() {
+		if !c.echoed.Load() {
+			cancel()
+		}
+	})
 	go func() { // ends with the handshake: stop interrupts it
 		select {
 		case <-c.done:
@@ -409,6 +477,7 @@ func (c *dtlsConn) run() {
 		cancel()
 	}()
 	err = conn.HandshakeContext(ctx)
+	cookieT.Stop()
 	cancel()
 	c.handshakeDone(t)
 	handshaking = false
@@ -420,6 +489,12 @@ func (c *dtlsConn) run() {
 	st, _ := conn.ConnectionState()
 	id, err := relaywire.ParseDTLSIdentity(st.IdentityHint)
 	if err != nil { // the PSK callback accepted it
+		return
+	}
+	// A released allocation's key still derives from its id: its former
+	// holder handshakes, but could bind nothing; it holds no connection.
+	if _, ok := s.released.Load(id); ok {
+		s.m.dtlsHandshakes[dtlsHandshakeRefused].Inc()
 		return
 	}
 	// An allocation needs one connection (two while it re-binds): more
@@ -448,6 +523,10 @@ func (c *dtlsConn) run() {
 	w := s.newWorker(newSourceTable(1, &s.cfg))
 	ep := endpoint{c: c}
 	buf := make([]byte, s.cfg.MaxDatagram+1)
+	// A client binds first thing (BIND, retried while unanswered): a
+	// connection that has bound nothing by then is closed, however much
+	// it sends, so that a key holder cannot keep idle connections.
+	bindBy := time.Now().Add(s.cfg.DTLSHandshakeTimeout)
 	for {
 		// Silence is tolerated as long as its allocation tolerates it (an
 		// allocation's own idle timeout may be longer: a long scene load).
@@ -455,13 +534,26 @@ func (c *dtlsConn) run() {
 		if a := s.lookup(c.id); a != nil && a.idle > idle {
 			idle = a.idle
 		}
-		_ = conn.SetReadDeadline(time.Now().Add(idle))
+		dl := time.Now().Add(idle)
+		if !c.bound.Load() {
+			if !time.Now().Before(bindBy) {
+				w.drop(dropDTLSUnbound)
+				return
+			}
+			if bindBy.Before(dl) {
+				dl = bindBy
+			}
+		}
+		_ = conn.SetReadDeadline(dl)
 		n, err := conn.Read(buf)
 		if err != nil {
 			var te *dtls.TemporaryError
 			if errors.As(err, &te) && !te.Timeout() {
 				w.drop(dropTooLarge) // a record over MaxDatagram
 				continue
+			}
+			if !c.bound.Load() && !time.Now().Before(bindBy) {
+				w.drop(dropDTLSUnbound)
 			}
 			return
 		}

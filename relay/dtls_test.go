@@ -3,6 +3,7 @@ package relay_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -519,4 +520,155 @@ func TestDTLSHandshakeSource(t *testing.T) {
 			t.Errorf("handshake source of %s: got %s, want %s", in, got, want)
 		}
 	}
+}
+
+// TestDTLSReleasedIdentity: the key of a released allocation still
+// derives from its id, so its former holder completes a handshake; the
+// connection is closed at once (it could bind nothing), so that released
+// allocations' keys cannot hold DTLS connections open.
+func TestDTLSReleasedIdentity(t *testing.T) {
+	f := newFixture(t, nil)
+	addr := f.serveDTLS()
+	h := f.host(1)
+	c, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound(t, c, h, 0)
+	c.send(append(hdr(tClose), h.id[:]...))
+	waitFor(t, "no DTLS connection", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 0 })
+
+	again, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := again.recv(5 * time.Second); err == nil || errors.Is(err, errTimeout) {
+		t.Fatalf("released identity: got % x, %v; want the connection closed", got, err)
+	}
+	waitFor(t, "no DTLS connection", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 0 })
+	if got := f.value("switchboard_relay_dtls_handshakes_total", "result", "refused"); got != 1 {
+		t.Fatalf("%v refused handshakes, want 1", got)
+	}
+}
+
+// TestDTLSCookieTimeout: a handshake whose source never echoes the cookie
+// (a spoofed one) gives its slot back after DTLSCookieTimeout, long
+// before DTLSHandshakeTimeout; one that echoes it goes on.
+func TestDTLSCookieTimeout(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) {
+		c.MaxDTLSHandshakesPerIP = 1
+		c.DTLSHandshakeTimeout = time.Minute
+		c.DTLSCookieTimeout = 300 * time.Millisecond
+	})
+	addr := f.serveDTLS()
+	spoofed := dialUDP(t, addr)
+	spoofed.send(clientHello(t))
+	if _, err := spoofed.recv(5 * time.Second); err != nil {
+		t.Fatalf("no HelloVerifyRequest: %v", err)
+	}
+	waitFor(t, "the unechoed handshake to end", func() bool {
+		return f.value("switchboard_relay_dtls_handshakes_total", "result", "failed") == 1
+	})
+	h := f.host(1)
+	c, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound(t, c, h, 0)
+	if c := relay.FilledConfigForTest(relay.Config{}); c.DTLSCookieTimeout != 2*time.Second {
+		t.Fatalf("DTLSCookieTimeout default %v, want 2s", c.DTLSCookieTimeout)
+	}
+}
+
+// TestDTLSCookieEchoed: a source that echoes the cookie and then stalls
+// keeps its handshake past DTLSCookieTimeout, until DTLSHandshakeTimeout.
+func TestDTLSCookieEchoed(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) {
+		c.DTLSHandshakeTimeout = 4 * time.Second
+		c.DTLSCookieTimeout = time.Second
+	})
+	addr := f.serveDTLS()
+	hello := clientHello(t)
+	start := time.Now()
+	c := dialUDP(t, addr)
+	c.send(hello)
+	hvr, err := c.recv(5 * time.Second)
+	if err != nil {
+		t.Fatalf("no HelloVerifyRequest: %v", err)
+	}
+	c.send(withCookie(t, hello, hvr[13+12+3:13+12+3+int(hvr[13+12+2])]))
+	// Past the cookie timeout (with a margin), the handshake is still on.
+	time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
+	if got := f.value("switchboard_relay_dtls_handshakes_total", "result", "failed"); got != 0 {
+		t.Fatalf("an echoed handshake ended at the cookie timeout (%v failed)", got)
+	}
+	waitFor(t, "the handshake timeout", func() bool {
+		return f.value("switchboard_relay_dtls_handshakes_total", "result", "failed") == 1
+	})
+}
+
+// withCookie returns the cookieless ClientHello hello with cookie in it,
+// as the second ClientHello of a handshake (message_seq 1, record
+// sequence 1).
+func withCookie(t *testing.T, hello, cookie []byte) []byte {
+	t.Helper()
+	at := 13 + 12 + 2 + 32
+	at += 1 + int(hello[at])
+	if hello[at] != 0 {
+		t.Fatalf("the ClientHello has a cookie already")
+	}
+	out := append(append(append(append([]byte(nil), hello[:at]...), byte(len(cookie))), cookie...), hello[at+1:]...)
+	put16 := func(i, d int) { binary.BigEndian.PutUint16(out[i:], uint16(int(binary.BigEndian.Uint16(out[i:]))+d)) }
+	put24 := func(i, d int) {
+		v := int(out[i])<<16 | int(out[i+1])<<8 | int(out[i+2]) + d
+		out[i], out[i+1], out[i+2] = byte(v>>16), byte(v>>8), byte(v)
+	}
+	put16(11, len(cookie)) // record length
+	out[10] = 1            // record sequence number 1
+	put24(14, len(cookie)) // handshake length
+	out[18] = 1            // message_seq 1
+	put24(22, len(cookie)) // fragment length
+	return out
+}
+
+// TestDTLSMustBind: a DTLS connection that binds nothing within
+// DTLSHandshakeTimeout of its handshake is closed, however much it sends
+// (a live allocation's key holder cannot keep idle connections), and one
+// that bound stays.
+func TestDTLSMustBind(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) { c.DTLSHandshakeTimeout = 500 * time.Millisecond })
+	addr := f.serveDTLS()
+	h := f.host(1)
+	idle, err := dialDTLS(t, addr, h.id[:], h.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := f.joiner(h)
+	busy, err := dialDTLS(t, addr, j.id[:], j.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound(t, busy, j, 0)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("the unbound connection is still open after 10 s")
+		}
+		idle.send(mPing(h.id)) // unbound: answered with ERROR 4 at most
+		if got, err := idle.recv(100 * time.Millisecond); err != nil && !errors.Is(err, errTimeout) {
+			break // closed
+		} else if err == nil && len(got) > 0 && got[3] != tError {
+			t.Fatalf("unbound connection got % x", got)
+		}
+		busy.send(mPing(j.id))
+		expectNext(t, busy, mPing(j.id))
+		if f.gauge("switchboard_relay_dtls_connections") < 2 {
+			break
+		}
+	}
+	waitFor(t, "the unbound connection closed", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 1 })
+	if got := f.drops("dtls_unbound"); got != 1 {
+		t.Fatalf("dtls_unbound %v, want 1", got)
+	}
+	busy.send(mPing(j.id))
+	expectNext(t, busy, mPing(j.id))
 }

@@ -33,3 +33,11 @@ func (s *Server) TruncatePSKForTest(n int) { s.pskLen = n }
 
 // HandshakeSourceForTest is what MaxDTLSHandshakesPerIP counts ap by.
 func HandshakeSourceForTest(ap netip.AddrPort) netip.Addr { return handshakeSource(ap) }
+
+// DTLSCookiesForTest parses b as a HelloVerifyRequest and as a
+// ClientHello, returning the cookies found.
+func DTLSCookiesForTest(b []byte) (hvr []byte, hvrOK bool, hello []byte, helloOK bool) {
+	hvr, hvrOK = hvrCookie(b)
+	hello, helloOK = helloCookie(b)
+	return
+}

@@ -72,3 +72,17 @@ func FuzzHandle(f *testing.F) {
 		handle(from, b) // a CLOSE may release the session; a panic fails
 	})
 }
+
+// FuzzDTLSCookies: the cookie parsers run on any datagram a source sends
+// (and on pion's own writes); they never panic, and a cookie found lies
+// inside the datagram.
+func FuzzDTLSCookies(f *testing.F) {
+	f.Add([]byte{22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 35, 3, 0, 0, 23, 0, 0, 0, 0, 0, 0, 0, 23, 0xfe, 0xff, 20})
+	f.Add(append([]byte{22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 60, 1}, make([]byte, 60)...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		hvr, hvrOK, hello, helloOK := relay.DTLSCookiesForTest(b)
+		if hvrOK && len(hvr) > len(b) || helloOK && len(hello) > len(b) {
+			t.Fatalf("a cookie longer than its datagram")
+		}
+	})
+}

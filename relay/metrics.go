@@ -26,7 +26,7 @@ const (
 	dropRejected                         // CONNECT_REQUEST to a full host (answered REJECTED)
 	dropBandwidth                        // over the sender allocation's byte rate
 	dropSourceRate                       // over the source address's message rate
-	dropCapacity                         // MaxAllocations or MaxReleased reached
+	dropCapacity                         // MaxAllocations or MaxReleased reached, or a WebSocket connection over MaxWSConns or MaxWSConnsPerIP
 	dropSendFailed                       // a socket write failed, or a WebSocket send queue was full
 	dropNoRoute                          // the recipient has no live carrier
 	dropDTLSNotHello                     // a datagram from a source with no DTLS connection that is not a ClientHello
@@ -34,6 +34,7 @@ const (
 	dropDTLSQueue                        // a datagram for a DTLS connection whose queue was full
 	dropDTLSIdentity                     // a BIND over DTLS for another allocation than the PSK identity's
 	dropSubscribe                        // PEERS_SUBSCRIBE from a joiner, or over the allocation's subscribe rate
+	dropDTLSUnbound                      // a DTLS connection closed for binding nothing within DTLSHandshakeTimeout of its handshake
 	numDropReasons
 )
 
@@ -42,7 +43,7 @@ var dropNames = [numDropReasons]string{
 	"wrong_node", "expired", "released", "unknown_allocation", "address_mismatch",
 	"not_connected", "unauthorized", "rejected", "bandwidth", "source_rate",
 	"capacity", "send_failed", "no_route", "dtls_not_hello", "dtls_handshakes", "dtls_queue",
-	"dtls_identity", "subscribe",
+	"dtls_identity", "subscribe", "dtls_unbound",
 }
 
 // dtlsHandshakeResult is the result label of
@@ -52,7 +53,7 @@ type dtlsHandshakeResult int
 const (
 	dtlsHandshakeOK      dtlsHandshakeResult = iota // done: the peer knows its allocation's key
 	dtlsHandshakeFailed                             // failed or timed out (a wrong key, an unknown key id, a spoofed source)
-	dtlsHandshakeRefused                            // done, but its allocation had MaxDTLSConnsPerAllocation connections: closed
+	dtlsHandshakeRefused                            // done, but its allocation had MaxDTLSConnsPerAllocation connections or was released: closed
 	numDTLSHandshakeResults
 )
 

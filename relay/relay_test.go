@@ -739,3 +739,48 @@ func TestIPv6AndDualStack(t *testing.T) {
 		})
 	}
 }
+
+// TestWebSocketConnsPerIP: one source address holds at most
+// MaxWSConnsPerIP WebSocket connections (handshaking ones included), so
+// one host cannot take the node's MaxWSConns; one beyond is closed at
+// once, and a place comes back when a connection ends.
+func TestWebSocketConnsPerIP(t *testing.T) {
+	f := newFixture(t, func(c *relay.Config) { c.MaxWSConnsPerIP = 2 })
+	var held []net.Conn
+	for range 2 {
+		wc, err := dialWS(t, f.ws, "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, wc.c)
+	}
+	// A third, even one that never upgrades, is closed at once.
+	extra, err := net.Dial("tcp", f.ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	_ = extra.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := extra.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("third connection: read %d, %v; want it closed (EOF)", n, err)
+	}
+	if got := f.drops("capacity"); got != 1 {
+		t.Fatalf("capacity drops %v, want 1", got)
+	}
+	held[0].Close()
+	waitFor(t, "a place back", func() bool { return f.gauge("switchboard_relay_ws_connections") == 1 })
+	wc, err := dialWS(t, f.ws, "/")
+	if err != nil {
+		t.Fatalf("after a place came back: %v", err)
+	}
+	wc.c.Close()
+	held[1].Close()
+
+	if c := relay.FilledConfigForTest(relay.Config{}); c.MaxWSConnsPerIP != 1_000 {
+		t.Fatalf("MaxWSConnsPerIP default %d, want 1,000", c.MaxWSConnsPerIP)
+	}
+	keys, _ := tokens.NewRelayKeyring(tokens.RelayKey{ID: 1, Secret: make([]byte, 32)})
+	if _, err := relay.New(relay.Config{Keys: keys, NodeID: "n", BootEpoch: 1, MaxWSConnsPerIP: -1}); !errors.Is(err, relay.ErrConfig) {
+		t.Fatalf("negative MaxWSConnsPerIP: %v, want ErrConfig", err)
+	}
+}

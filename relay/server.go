@@ -42,6 +42,7 @@ type Server struct {
 	pcs      map[net.PacketConn]struct{}
 	lns      map[net.Listener]struct{}
 	wsConns  map[*wsConn]struct{}
+	wsByIP   map[netip.Addr]int // WebSocket connections per handshakeSource
 
 	dtls dtlsTable // DTLS connections and handshakes; its own lock
 
@@ -68,10 +69,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("relay: max datagram %d out of [%d, %d]: %w", cfg.MaxDatagram, relaywire.RelayHeaderSize, relaywire.MaxMessageSize, ErrConfig)
 	case cfg.IdleTimeout < 0 || cfg.HostAloneTimeout < 0 || cfg.BindTimeout < 0 || cfg.SweepInterval < 0 ||
 		cfg.WSHandshakeTimeout < 0 || cfg.WSIdleTimeout < 0 || cfg.WSWriteTimeout < 0 ||
-		cfg.DTLSHandshakeTimeout < 0 || cfg.DTLSIdleTimeout < 0:
+		cfg.DTLSHandshakeTimeout < 0 || cfg.DTLSCookieTimeout < 0 || cfg.DTLSIdleTimeout < 0:
 		return nil, fmt.Errorf("relay: negative timeout: %w", ErrConfig)
 	case cfg.MaxAllocations < 0 || cfg.MaxReleased < 0 || cfg.MaxPeers < 0 || cfg.AllocationRate < 0 ||
-		cfg.SourceRate < 0 || cfg.SourceBurst < 0 || cfg.SubscribeRate < 0 || cfg.SubscribeBurst < 0 || cfg.WSSendQueue < 0 || cfg.MaxWSConns < 0 || cfg.Batch < 0 ||
+		cfg.SourceRate < 0 || cfg.SourceBurst < 0 || cfg.SubscribeRate < 0 || cfg.SubscribeBurst < 0 || cfg.WSSendQueue < 0 || cfg.MaxWSConns < 0 || cfg.MaxWSConnsPerIP < 0 || cfg.Batch < 0 ||
 		cfg.MaxDTLSConns < 0 || cfg.MaxDTLSHandshakes < 0 || cfg.MaxDTLSHandshakesPerIP < 0 || cfg.DTLSQueue < 0 ||
 		cfg.MaxDTLSConnsPerAllocation < 0:
 		return nil, fmt.Errorf("relay: negative limit: %w", ErrConfig)
@@ -90,6 +91,7 @@ func New(cfg Config) (*Server, error) {
 		pcs:     make(map[net.PacketConn]struct{}),
 		lns:     make(map[net.Listener]struct{}),
 		wsConns: make(map[*wsConn]struct{}),
+		wsByIP:  make(map[netip.Addr]int),
 	}, nil
 }
 

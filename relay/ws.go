@@ -45,14 +45,18 @@ func (s *Server) Serve(ln net.Listener) error {
 			ctl:  make(chan []byte, 4),
 			done: make(chan struct{}),
 		}
+		if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+			c.ip = handshakeSource(ta.AddrPort())
+		}
 		s.mu.Lock()
-		if s.closed || s.shutting || len(s.wsConns) >= s.cfg.MaxWSConns {
+		if s.closed || s.shutting || len(s.wsConns) >= s.cfg.MaxWSConns || s.wsByIP[c.ip] >= s.cfg.MaxWSConnsPerIP {
 			s.mu.Unlock()
 			s.m.drops[dropCapacity].Inc()
 			nc.Close()
 			continue
 		}
 		s.wsConns[c] = struct{}{}
+		s.wsByIP[c.ip]++
 		s.wg.Add(2)
 		s.mu.Unlock()
 		s.m.wsConns.Inc()
@@ -73,6 +77,7 @@ func (s *Server) stopping() bool {
 type wsConn struct {
 	s  *Server
 	nc net.Conn
+	ip netip.Addr // handshakeSource of the peer; counts against MaxWSConnsPerIP
 
 	q    chan []byte   // binary messages to write, bounded by Config.WSSendQueue
 	free chan []byte   // spent buffers, for reuse
@@ -90,8 +95,13 @@ type wsConn struct {
 }
 
 // noteBound tells ep's carrier that a was bound over it: a WebSocket
-// connection then tolerates a's own idle timeout.
+// connection then tolerates a's own idle timeout, a DTLS connection has
+// bound (it is closed if it binds nothing after its handshake).
 func noteBound(ep endpoint, a *allocation) {
+	if d, ok := ep.c.(*dtlsConn); ok {
+		d.bound.Store(true)
+		return
+	}
 	c, ok := ep.c.(*wsConn)
 	if !ok {
 		return
@@ -150,6 +160,9 @@ func (c *wsConn) readLoop() {
 		c.nc.Close()
 		s.mu.Lock()
 		delete(s.wsConns, c)
+		if s.wsByIP[c.ip]--; s.wsByIP[c.ip] <= 0 {
+			delete(s.wsByIP, c.ip)
+		}
 		s.mu.Unlock()
 		s.m.wsConns.Dec()
 		s.wg.Done()

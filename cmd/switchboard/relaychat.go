@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -43,7 +45,10 @@ func (f *relayClientFlags) register(cmd *cobra.Command, transport bool) {
 // the server key, or none when there is no key and the server allows
 // anonymous logins) and returns a relay client.
 func (f *relayClientFlags) client(ctx context.Context) (*relay.Client, error) {
-	cfg := &relay.Config{}
+	// The SDK's records of ordinary ends ("connection ended", at info)
+	// would repeat, in the chat's terminal, what the verbs say for
+	// people; warnings still show.
+	cfg := &relay.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	if f.transport != "" {
 		t, err := relay.ParseTransport(f.transport)
 		if err != nil {
@@ -333,6 +338,8 @@ func describeRelay(err error) error {
 	switch {
 	case errors.Is(err, relay.ErrJoinCodeNotFound):
 		return fmt.Errorf("mistyped, or the host left: %w", err)
+	case errors.Is(err, relay.ErrHostGone) && err.Error() == relay.ErrHostGone.Error():
+		return &describedError{"the host left", err}
 	case errors.Is(err, relay.ErrHostGone):
 		return fmt.Errorf("the host left: %w", err)
 	case errors.Is(err, relay.ErrRejected):

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/switchboardgg/switchboard/control/relayapi"
+	"github.com/switchboardgg/switchboard/relay"
 	"github.com/switchboardgg/switchboard/system"
 )
 
@@ -42,6 +43,8 @@ func addRelayListenFlags(f *pflag.FlagSet, o *systemOptions, udpDefault string) 
 	f.StringVar(&c.PublicUDP, "relay-public-udp", "", "IPv4 `HOST:PORT` clients are told to send relay UDP to (default: the bound address; required when bound to all interfaces)")
 	f.StringVar(&c.PublicUDP6, "relay-public-udp6", "", "IPv6 `[HOST]:PORT` clients may send relay UDP to (default: the bound address when IPv6)")
 	f.StringVar(&c.PublicWS, "relay-public-ws", "", "WebSocket `URL` clients are told to dial, ws:// or wss:// (default: the bound address)")
+	f.IntVar(&c.Relay.MaxWSConnsPerIP, "relay-ws-max-conns-per-ip", relay.DefaultMaxWSConnsPerIP,
+		"WebSocket connections the relay takes from one IPv4 address or IPv6 /64; raise it behind a TLS terminator or proxy, whose address every connection then has")
 	f.StringVar(&c.PublicDTLS, "relay-public-dtls", "", "`HOST:PORT` clients are told to send relay DTLS to (default: the bound address; required when bound to all interfaces)")
 }
 

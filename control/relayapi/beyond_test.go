@@ -262,3 +262,20 @@ func TestHostMigration(t *testing.T) {
 	nb2 := e.allocate(bob, `{"maxConnections":4}`)
 	wantProblem(t, "claim after the grace period", e.claim(bob, nb2.AllocationID, code2, jb2.AllocationID), 404, api.RelayCodeJoinCodeNotFound)
 }
+
+// TestJoinCodeOraclesRateLimited: a revoke (403 for another's code, 404
+// for none) and a migration claim (404 against 403 or 409) tell whether a
+// code exists, as a status does: they count against the per-address join
+// limit too, so that no route walks the code space faster than joins.
+func TestJoinCodeOraclesRateLimited(t *testing.T) {
+	e, _ := newPlayersEnv(t, func(c *Config) { c.JoinsPerMinutePerAddress = 2 })
+	e.putNode("relay-a", "eu", 0, false)
+	h := e.allocate(alice, `{"maxConnections":2,"hostMigration":true}`)
+	code := codeOf(t, e.joinCode(alice, h.AllocationID))
+	wantProblem(t, "revoke by another #1", e.do("DELETE", "/relay/v1/joincode/"+code, bob, ""), 403, api.RelayCodeForbidden)
+	wantProblem(t, "revoke of no code #2", e.do("DELETE", "/relay/v1/joincode/BCDFGH", bob, ""), 404, api.RelayCodeJoinCodeNotFound)
+	wantProblem(t, "revoke #3", e.do("DELETE", "/relay/v1/joincode/"+code, bob, ""), 429, api.RelayCodeRateLimited)
+	nb := e.allocate(bob, `{"maxConnections":2}`)
+	wantProblem(t, "claim past the limit", e.claim(bob, nb.AllocationID, code, nb.AllocationID), 429, api.RelayCodeRateLimited)
+	wantProblem(t, "status past the limit", e.do("GET", "/relay/v1/joincode/"+code, bob, ""), 429, api.RelayCodeRateLimited)
+}

@@ -48,8 +48,13 @@ func (s *Server) joinCodeStatus(ctx context.Context, c *call) (int, any, error) 
 }
 
 // revokeJoinCode: DELETE /relay/v1/joincode/{code}, by its creator only.
-// The host keeps running; a revoked code is unknown from then on.
+// The host keeps running; a revoked code is unknown from then on. Its
+// answer (403 or 404) tells whether a code exists: it counts against the
+// per-address join limit, as a status does.
 func (s *Server) revokeJoinCode(ctx context.Context, c *call) (int, any, error) {
+	if !s.joinLimit.Allow("addr:"+httpapi.ClientIP(c.r), c.now) {
+		return 0, nil, errRateLimited
+	}
 	errNotFound := notFound(api.RelayCodeJoinCodeNotFound, "no such join code")
 	code, ok := normalizeCode(c.param)
 	if !ok {
@@ -71,8 +76,12 @@ func (s *Server) revokeJoinCode(ctx context.Context, c *call) (int, any, error) 
 // claimJoinCode serves POST /relay/v1/joincode with joinCode and
 // previousAllocationId: host allocation id (the caller's, live, with no
 // join code of its own) takes over code, held since its host died, if the
-// caller joined with code as prev.
+// caller joined with code as prev. Its answers tell whether a code
+// exists: it counts against the per-address join limit, as a status does.
 func (s *Server) claimJoinCode(ctx context.Context, c *call, id [16]byte, req *api.RelayJoinCodeRequest) (int, any, error) {
+	if !s.joinLimit.Allow("addr:"+httpapi.ClientIP(c.r), c.now) {
+		return 0, nil, errRateLimited
+	}
 	errNotFound := notFound(api.RelayCodeJoinCodeNotFound, "no such join code")
 	code, ok := normalizeCode(req.JoinCode)
 	if !ok {
