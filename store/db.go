@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -274,13 +275,35 @@ func storeErr(op, what, id string, err error) error {
 	return fmt.Errorf("store: %s %s %s: %w: %w", op, what, id, sentinel, err)
 }
 
+// secretIDs are the kinds of record whose id is a credential: a relay
+// join code lets anyone who holds it join the host. Errors reach logs, so
+// hideID takes such an id out of their text.
+var secretIDs = map[string]bool{"relay join code": true}
+
+// hiddenIDError is err with every mention of a secret id replaced.
+type hiddenIDError struct {
+	err error
+	id  string
+}
+
+func (e hiddenIDError) Error() string { return strings.ReplaceAll(e.err.Error(), e.id, "[hidden]") }
+func (e hiddenIDError) Unwrap() error { return e.err }
+
+// hideID returns err, without id in its text when what is a secret kind.
+func hideID(what, id string, err error) error {
+	if err == nil || id == "" || !secretIDs[what] {
+		return err
+	}
+	return hiddenIDError{err: err, id: id}
+}
+
 // create stores v under id if the key is free.
 func create[T any](ctx context.Context, kv *backbone.KV[T], what, id string, v *T) error {
 	if !validID(id) {
-		return fmt.Errorf("store: create %s %q: %w", what, id, ErrInvalidID)
+		return hideID(what, id, fmt.Errorf("store: create %s %q: %w", what, id, ErrInvalidID))
 	}
 	if _, err := kv.Create(ctx, id, v); err != nil {
-		return storeErr("create", what, id, err)
+		return hideID(what, id, storeErr("create", what, id, err))
 	}
 	return nil
 }
@@ -288,11 +311,11 @@ func create[T any](ctx context.Context, kv *backbone.KV[T], what, id string, v *
 // get reads the record id and returns its revision.
 func get[T any](ctx context.Context, kv *backbone.KV[T], what, id string) (*T, uint64, error) {
 	if !validID(id) {
-		return nil, 0, fmt.Errorf("store: get %s %q: %w", what, id, ErrNotFound)
+		return nil, 0, hideID(what, id, fmt.Errorf("store: get %s %q: %w", what, id, ErrNotFound))
 	}
 	v, rev, err := kv.Get(ctx, id)
 	if err != nil {
-		return nil, 0, storeErr("get", what, id, err)
+		return nil, 0, hideID(what, id, storeErr("get", what, id, err))
 	}
 	return v, rev, nil
 }
@@ -307,7 +330,7 @@ func (e fnError) Error() string { return e.err.Error() }
 // returned as is.
 func update[T any](ctx context.Context, kv *backbone.KV[T], what, id string, fn func(*T) error) (*T, error) {
 	if !validID(id) {
-		return nil, fmt.Errorf("store: update %s %q: %w", what, id, ErrNotFound)
+		return nil, hideID(what, id, fmt.Errorf("store: update %s %q: %w", what, id, ErrNotFound))
 	}
 	v, _, err := kv.Update(ctx, id, func(v *T) error {
 		if err := fn(v); err != nil {
@@ -320,7 +343,7 @@ func update[T any](ctx context.Context, kv *backbone.KV[T], what, id string, fn 
 		return nil, fe.err
 	}
 	if err != nil {
-		return nil, storeErr("update", what, id, err)
+		return nil, hideID(what, id, storeErr("update", what, id, err))
 	}
 	return v, nil
 }
@@ -331,7 +354,7 @@ func purge[T any](ctx context.Context, kv *backbone.KV[T], what, id string) erro
 		return nil
 	}
 	if err := kv.Purge(ctx, id); err != nil {
-		return storeErr("delete", what, id, err)
+		return hideID(what, id, storeErr("delete", what, id, err))
 	}
 	return nil
 }

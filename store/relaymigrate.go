@@ -117,17 +117,17 @@ func (db *DB) ClaimRelayJoinCode(ctx context.Context, code string, a *RelayAlloc
 			return nil // a retry of a claim that won
 		case !c.Migration && c.HeldUntil.IsZero():
 			// Its host did not opt in: the code dies with it.
-			return fmt.Errorf("store: claim %s: its host did not opt in to migration: %w", code, ErrNotFound)
+			return fmt.Errorf("store: claim join code: its host did not opt in to migration: %w", ErrNotFound)
 		case !c.HeldUntil.IsZero() && !now.Before(c.HeldUntil):
-			return fmt.Errorf("store: claim %s: grace period over: %w", code, ErrNotFound)
+			return fmt.Errorf("store: claim join code: grace period over: %w", ErrNotFound)
 		case c.HeldUntil.IsZero() && joined(c):
-			return fmt.Errorf("store: claim %s: %w", code, ErrNotHeld)
+			return fmt.Errorf("store: claim join code: %w", ErrNotHeld)
 		case c.HeldUntil.IsZero():
 			// Joins were cleared by the claim that won (or prev never
 			// joined): a claim of a live code is lost either way.
-			return fmt.Errorf("store: claim %s: %w", code, ErrTaken)
+			return fmt.Errorf("store: claim join code: %w", ErrTaken)
 		case !joined(c):
-			return fmt.Errorf("store: claim %s: %w", code, ErrForbidden)
+			return fmt.Errorf("store: claim join code: %w", ErrForbidden)
 		}
 		c.HostAllocationID, c.NodeID, c.BootEpoch = a.AllocationID, a.NodeID, a.BootEpoch
 		c.Region, c.ExpiresAt, c.Owner = a.Region, a.ExpiresAt, owner
@@ -154,7 +154,7 @@ func (db *DB) RevokeRelayJoinCode(ctx context.Context, code, owner string) error
 		return err
 	}
 	if c.Owner == "" || c.Owner != owner {
-		return fmt.Errorf("store: revoke join code %s: %w", code, ErrForbidden)
+		return fmt.Errorf("store: revoke join code: %w", ErrForbidden)
 	}
 	if err := purge(ctx, db.relay.codes, "relay join code", code); err != nil {
 		return err
@@ -193,7 +193,7 @@ func (db *DB) DeleteStaleRelayJoinCode(ctx context.Context, code, host string, h
 		return nil // written since: not stale
 	}
 	if err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyExists) {
-		return fmt.Errorf("store: delete relay join code %s: %w", code, err)
+		return fmt.Errorf("store: delete relay join code: %w", err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -42,5 +43,38 @@ func TestDeleteStaleRelayJoinCode(t *testing.T) {
 	}
 	if err := db.DeleteStaleRelayJoinCode(ctx, code, host, c.HeldUntil); err != nil {
 		t.Fatalf("deleting a missing code: %v", err)
+	}
+}
+
+// A join code is a credential: the store's errors, which reach logs,
+// never carry one, yet still match their sentinels.
+func TestJoinCodeNotInErrors(t *testing.T) {
+	db := newEnv(t).db(Config{})
+	ctx := context.Background()
+	host := "00000000000000000000000000000002"
+	a := &RelayAllocation{AllocationID: host, NodeID: "r1", Owner: "o", CreatedAt: time.Now(), ExpiresAt: time.Now().Add(time.Hour)}
+	if err := db.CreateRelayAllocation(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	code, err := db.RelayJoinCode(ctx, host, func() string { return "KLMNPQ" }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{
+		db.RevokeRelayJoinCode(ctx, code, "someone else"),
+		func() error { _, err := db.GetRelayJoinCode(ctx, "WXYZ67"); return err }(),
+		func() error { _, err := db.GetRelayJoinCode(ctx, "bad code!"); return err }(),
+	} {
+		if err == nil {
+			t.Fatal("no error")
+		}
+		if !errors.Is(err, ErrForbidden) && !errors.Is(err, ErrNotFound) {
+			t.Errorf("%v: matches no sentinel", err)
+		}
+		for _, c := range []string{code, "WXYZ67", "bad code!"} {
+			if strings.Contains(err.Error(), c) {
+				t.Errorf("error %q names join code %q", err, c)
+			}
+		}
 	}
 }
