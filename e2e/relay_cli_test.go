@@ -169,5 +169,9 @@ func TestRelayCLIChat(t *testing.T) {
 	if err == nil || !strings.Contains(stderr, "region not found") {
 		t.Fatalf("host in an unknown region: %v\n%s", err, stderr)
 	}
+	_, stderr, err = cliAll(t, "relay", "host", "--idle-timeout", "1500ms", "--ready-file", rf)
+	if err == nil || !strings.Contains(stderr, "give whole seconds") {
+		t.Fatalf("host with a fractional idle timeout: %v\n%s", err, stderr)
+	}
 	p.stop(10 * time.Second)
 }

@@ -108,6 +108,9 @@ are disconnected and the code dies), and non-zero with the reason when the
 allocation is lost or the relay cannot be reached.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if idle < 0 || idle%time.Second != 0 {
+				return fmt.Errorf("relay host: --idle-timeout %s: give whole seconds (the relay counts in seconds)", idle)
+			}
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
 			rc, err := f.client(ctx)
