@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -74,21 +75,11 @@ type P2PResult struct {
 // sent back, so that each side keeps Inflight of its own in flight. The
 // originator of each message records its round trip.
 func RunP2P(ctx context.Context, cfg P2PConfig) (*P2PResult, error) {
-	if cfg.Peers == 0 {
-		cfg.Peers = DefaultP2PPeers
-	}
-	if cfg.Inflight == 0 {
-		cfg.Inflight = DefaultP2PInflight
-	}
-	if cfg.Duration == 0 {
-		cfg.Duration = DefaultP2PDuration
-	}
-	if cfg.Warmup == 0 {
-		cfg.Warmup = DefaultP2PWarmup
-	}
-	if cfg.Network == "" {
-		cfg.Network = DefaultP2PNetwork
-	}
+	cfg.Peers = cmp.Or(cfg.Peers, DefaultP2PPeers)
+	cfg.Inflight = cmp.Or(cfg.Inflight, DefaultP2PInflight)
+	cfg.Duration = cmp.Or(cfg.Duration, DefaultP2PDuration)
+	cfg.Warmup = cmp.Or(cfg.Warmup, DefaultP2PWarmup)
+	cfg.Network = cmp.Or(cfg.Network, DefaultP2PNetwork)
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}

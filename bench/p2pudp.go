@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -99,27 +100,14 @@ type udpPair struct {
 
 // RunP2PUDP runs the ladder and reports each step.
 func RunP2PUDP(ctx context.Context, cfg P2PUDPConfig) (*P2PUDPResult, error) {
-	def := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&cfg.Pairs, DefaultP2PUDPPairs)
-	def(&cfg.Size, DefaultP2PUDPSize)
-	def(&cfg.StartRate, DefaultP2PUDPStartRate)
-	def(&cfg.MaxRate, DefaultP2PUDPMaxRate)
-	if cfg.Factor == 0 {
-		cfg.Factor = DefaultP2PUDPFactor
-	}
-	if cfg.Step == 0 {
-		cfg.Step = DefaultP2PUDPStep
-	}
-	if cfg.MaxLoss == 0 {
-		cfg.MaxLoss = DefaultP2PUDPMaxLoss
-	}
-	if cfg.Network == "" {
-		cfg.Network = DefaultP2PNetwork
-	}
+	cfg.Pairs = cmp.Or(cfg.Pairs, DefaultP2PUDPPairs)
+	cfg.Size = cmp.Or(cfg.Size, DefaultP2PUDPSize)
+	cfg.StartRate = cmp.Or(cfg.StartRate, DefaultP2PUDPStartRate)
+	cfg.MaxRate = cmp.Or(cfg.MaxRate, DefaultP2PUDPMaxRate)
+	cfg.Factor = cmp.Or(cfg.Factor, DefaultP2PUDPFactor)
+	cfg.Step = cmp.Or(cfg.Step, DefaultP2PUDPStep)
+	cfg.MaxLoss = cmp.Or(cfg.MaxLoss, DefaultP2PUDPMaxLoss)
+	cfg.Network = cmp.Or(cfg.Network, DefaultP2PNetwork)
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
