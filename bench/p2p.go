@@ -142,7 +142,7 @@ func RunP2P(ctx context.Context, cfg P2PConfig) (*P2PResult, error) {
 	}
 	fmt.Fprintf(cfg.Out, "%d peers connected to %s; %d in flight per peer, %d-byte payloads\n", cfg.Peers, cfg.Hub, cfg.Inflight, P2PPayloadSize)
 
-	var recv atomic.Uint64
+	var recv, refused atomic.Uint64
 	var hist Histogram
 	var measuring atomic.Bool
 	var loops sync.WaitGroup
@@ -151,7 +151,7 @@ func RunP2P(ctx context.Context, cfg P2PConfig) (*P2PResult, error) {
 		loops.Add(1)
 		go func() {
 			defer loops.Done()
-			p.loop(partner, byte(i&1), cfg.Inflight, &recv, &hist, &measuring)
+			p.loop(partner, byte(i&1), cfg.Inflight, &recv, &refused, &hist, &measuring)
 		}()
 	}
 	stopLoops := func() {
@@ -207,6 +207,14 @@ func RunP2P(ctx context.Context, cfg P2PConfig) (*P2PResult, error) {
 		fmt.Fprintf(cfg.Out, "hub cpu %.0f%% of a core (%.2f µs per message; hub counted %.0f routed)\nhub rss %.1f MiB\n",
 			100*res.HubCPU.Seconds()/res.Window.Seconds(), float64(res.HubCPU.Nanoseconds())/1e3/float64(max(res.Messages, 1)),
 			m1.HubRouted-m0.HubRouted, res.HubRSS/(1<<20))
+	}
+	if n := refused.Load(); n > 0 {
+		// A refused message leaves the closed loop for good; enough of them
+		// and nothing is left in flight, which reads as a hub that is slow.
+		fmt.Fprintf(cfg.Out, "the hub refused %d messages (ERROR frames, usually rate_limited): raise its --hub-peer-rate and --hub-peer-bandwidth for a benchmark, or use more --peers or a smaller --inflight\n", n)
+		if res.Messages == 0 {
+			return nil, fmt.Errorf("bench p2p: no message came back during the measurement: the hub refused %d (see above)", n)
+		}
 	}
 	return res, nil
 }
@@ -274,9 +282,10 @@ func dialPeer(ctx context.Context, addr string, tcfg *tls.Config, network string
 
 // loop seeds w messages to partner and echoes every message it receives;
 // side tells its own messages (whose round trip it records) from its
-// partner's. It returns when the connection fails (RunP2P ends it with a
-// deadline).
-func (p *benchPeer) loop(partner p2pwire.PeerID, side byte, w int, recv *atomic.Uint64, hist *Histogram, measuring *atomic.Bool) {
+// partner's. Each ERROR the hub sends (a refused message: the closed loop
+// has one fewer in flight) is counted in refused. It returns when the
+// connection fails (RunP2P ends it with a deadline).
+func (p *benchPeer) loop(partner p2pwire.PeerID, side byte, w int, recv, refused *atomic.Uint64, hist *Histogram, measuring *atomic.Bool) {
 	payload := make([]byte, P2PPayloadSize)
 	payload[8] = side
 	msg, _ := p2pwire.AppendMessageFrame(nil, &p2pwire.Msg{Route: p2pwire.Route{To: partner}, Envelope: p2pwire.Envelope{Payload: payload}})
@@ -316,6 +325,10 @@ func (p *benchPeer) loop(partner p2pwire.PeerID, side byte, w int, recv *atomic.
 			}
 			body := buf[off+4 : off+4+l]
 			off += 4 + l
+			if len(body) > 0 && p2pwire.Kind(body[0]) == p2pwire.KindError {
+				refused.Add(1)
+				continue
+			}
 			if len(body) < 2+P2PPayloadSize || p2pwire.Kind(body[0]) != p2pwire.KindMessage || body[1] != p2pwire.FlagFrom {
 				continue // peer events and the like
 			}

@@ -276,3 +276,17 @@ func TestP2PServeControlAndHub(t *testing.T) {
 	hub2.stop(10 * time.Second)
 	ctl.stop(10 * time.Second)
 }
+
+// TestBenchP2PSaysWhenRefused: a hub whose per-peer rate limit refuses
+// the closed loop's messages leaves nothing in flight; bench p2p says so
+// and exits non-zero instead of reporting 0 messages a second as a result.
+func TestBenchP2PSaysWhenRefused(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, "dev", "--api", "127.0.0.1:0", "--node", "127.0.0.1:0", "--admin", "", "--nats", "127.0.0.1:0",
+		"--hub", "--hub-addr", "127.0.0.1:0", "--allow-anonymous", "--hub-peer-rate", "5", "--data-dir", dir)
+	out, stderr, err := cliAll(t, "bench", "p2p", "--ready-file", p.readyFile, "--peers", "2", "--inflight", "64",
+		"--warmup", "1s", "--duration", "1s")
+	if err == nil || !strings.Contains(out+stderr, "the hub refused") || !strings.Contains(stderr, "no message came back") {
+		t.Fatalf("bench p2p against a hub refusing its messages: %v\n%s%s", err, out, stderr)
+	}
+}
