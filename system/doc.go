@@ -25,8 +25,8 @@
 // starts anything (so that an address in use registers no node), starts
 // every role (the relay, the node's UDP socket and the hub's UDP port —
 // the hub's TLS port number, unless p2p.Config.DisableUDP — bind their
-// own) and
-// returns once all of them serve; only then is the ready file written. [System.Drain] stops the game node first (its players get
+// own) and returns once all of them serve; only then is the ready file
+// written. [System.Drain] stops the game node first (its players get
 // ERROR 10), then the HTTP servers, then closes the rest;
 // [System.Close] closes everything at once. Both remove the ready file
 // and unlock the data dir, and Close is idempotent.
