@@ -321,7 +321,7 @@ func TestUDPForgedAndReplayedDatagramsDropped(t *testing.T) {
 }
 
 func TestUDPRebindAndLoss(t *testing.T) {
-	c, _, _, un, _ := setupUDP(t, func(cfg *Config) { cfg.FrameBuffer = 512 })
+	c, _, _, un, clk := setupUDP(t, func(cfg *Config) { cfg.FrameBuffer = 512 })
 	loss := impair.Faults{Loss: 0.1, Reorder: 0.1, ReorderDelay: 5 * time.Millisecond}
 	px, front := impairFront(t, un, impair.Config{Seed: 1, Up: loss, Down: loss})
 	sock, err := NewUDPSocket(UDPSocketConfig{
@@ -409,6 +409,9 @@ func TestUDPRebindAndLoss(t *testing.T) {
 	}
 	deadline := time.After(10 * time.Second)
 	for got := false; !got; {
+		// The client repeats unacknowledged inputs on the node's datagrams
+		// once udpInputResend has passed on its clock (the test clock here).
+		clk.Advance(udpInputResend)
 		s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(201, in(201)), tick(202, in(202)), tick(203, in(203))}})
 		select {
 		case <-inputs:
@@ -418,6 +421,7 @@ func TestUDPRebindAndLoss(t *testing.T) {
 			t.Fatal("INPUT after the rebind: nothing after 10s")
 		}
 	}
+
 	if st := px.Stats(); st.Rebinds != 1 || st.Up.Lost == 0 || st.Down.Lost == 0 {
 		t.Errorf("proxy stats %+v: want a rebind and losses both ways", st)
 	}
