@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/switchboardgg/switchboard/backbone"
+	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/control/relayapi"
 	"github.com/switchboardgg/switchboard/control/roomsapi"
 	"github.com/switchboardgg/switchboard/store"
@@ -35,10 +36,10 @@ const (
 	// MaxSnapshotIntervalSeconds of its own ticks.
 	DefaultMaxSnapshotIntervalFrames = roomsapi.DefaultMaxSnapshotIntervalFrames
 	// DefaultMaxBodyBytes bounds every request body.
-	DefaultMaxBodyBytes = roomsapi.DefaultMaxBodyBytes
+	DefaultMaxBodyBytes = httpapi.DefaultMaxBodyBytes
 	// DefaultCommandTimeout is how long control waits for a node to answer
 	// a command before it counts the node as unavailable.
-	DefaultCommandTimeout = roomsapi.DefaultCommandTimeout
+	DefaultCommandTimeout = httpapi.DefaultCommandTimeout
 	// DefaultRequestTimeout bounds the work of one HTTP request.
 	DefaultRequestTimeout = 10 * time.Second
 	// DefaultLoginRate and DefaultLoginBurst limit C0 calls (login and
@@ -53,11 +54,11 @@ const (
 	DefaultLoginPrefixFactor = 10
 	// DefaultJoinRate and DefaultJoinBurst limit C1 calls per login
 	// session.
-	DefaultJoinRate  = roomsapi.DefaultJoinRate
-	DefaultJoinBurst = roomsapi.DefaultJoinBurst
+	DefaultJoinRate  = httpapi.DefaultJoinRate
+	DefaultJoinBurst = httpapi.DefaultJoinBurst
 	// DefaultMaxRateLimitKeys bounds the IPs and sessions the rate
 	// limiters remember at once.
-	DefaultMaxRateLimitKeys = roomsapi.DefaultMaxRateLimitKeys
+	DefaultMaxRateLimitKeys = httpapi.DefaultMaxRateLimitKeys
 	// DefaultReadHeaderTimeout bounds reading a request's header.
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultReadTimeout bounds reading a whole request, body included: a
@@ -206,7 +207,6 @@ func (c Config) withDefaults() Config {
 	setDur(&c.AuthTokenTTL, DefaultAuthTokenTTL)
 	setDur(&c.MaxAuthTokenTTL, DefaultMaxAuthTokenTTL)
 	setDur(&c.MaxRoomDuration, DefaultMaxRoomDuration)
-	setDur(&c.CommandTimeout, DefaultCommandTimeout)
 	setDur(&c.RequestTimeout, DefaultRequestTimeout)
 	setDur(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDur(&c.ReadTimeout, DefaultReadTimeout)
@@ -217,9 +217,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxSnapshotIntervalFrames <= 0 {
 		c.MaxSnapshotIntervalFrames = DefaultMaxSnapshotIntervalFrames
-	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if c.LoginRate == 0 {
 		c.LoginRate = DefaultLoginRate
@@ -236,15 +233,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxConnections <= 0 {
 		c.MaxConnections = DefaultMaxConnections
 	}
-	if c.JoinRate == 0 {
-		c.JoinRate = DefaultJoinRate
-	}
-	if c.JoinBurst <= 0 {
-		c.JoinBurst = DefaultJoinBurst
-	}
-	if c.MaxRateLimitKeys <= 0 {
-		c.MaxRateLimitKeys = DefaultMaxRateLimitKeys
-	}
+	l := c.limits().WithDefaults()
+	c.MaxBodyBytes, c.CommandTimeout, c.MaxRateLimitKeys = l.MaxBodyBytes, l.CommandTimeout, l.MaxRateLimitKeys
+	c.JoinRate, c.JoinBurst = l.JoinRate, l.JoinBurst
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -252,4 +243,16 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	return c
+}
+
+// limits returns the fields of c the rooms and P2P APIs share; control's
+// Config keeps them flat, since its callers cannot name an internal type.
+func (c Config) limits() httpapi.Limits {
+	return httpapi.Limits{
+		MaxBodyBytes:     c.MaxBodyBytes,
+		CommandTimeout:   c.CommandTimeout,
+		JoinRate:         c.JoinRate,
+		JoinBurst:        c.JoinBurst,
+		MaxRateLimitKeys: c.MaxRateLimitKeys,
+	}
 }

@@ -76,11 +76,7 @@ func New(cfg Config) (*Server, error) {
 		MaxJoinTicketTTL:          cfg.MaxJoinTicketTTL,
 		MaxRoomDuration:           cfg.MaxRoomDuration,
 		MaxSnapshotIntervalFrames: cfg.MaxSnapshotIntervalFrames,
-		MaxBodyBytes:              cfg.MaxBodyBytes,
-		CommandTimeout:            cfg.CommandTimeout,
-		JoinRate:                  cfg.JoinRate,
-		JoinBurst:                 cfg.JoinBurst,
-		MaxRateLimitKeys:          cfg.MaxRateLimitKeys,
+		Limits:                    cfg.limits(),
 		Logger:                    cfg.Logger,
 	})
 	if err != nil {
@@ -89,16 +85,12 @@ func New(cfg Config) (*Server, error) {
 	var p2p *p2papi.Server
 	if cfg.HubTickets != nil {
 		if p2p, err = p2papi.New(p2papi.Config{
-			DB:               cfg.DB,
-			Backbone:         cfg.Backbone,
-			Tickets:          cfg.HubTickets,
-			MaxPeers:         cfg.P2PMaxPeers,
-			MaxBodyBytes:     cfg.MaxBodyBytes,
-			CommandTimeout:   cfg.CommandTimeout,
-			JoinRate:         cfg.JoinRate,
-			JoinBurst:        cfg.JoinBurst,
-			MaxRateLimitKeys: cfg.MaxRateLimitKeys,
-			Logger:           cfg.Logger,
+			DB:       cfg.DB,
+			Backbone: cfg.Backbone,
+			Tickets:  cfg.HubTickets,
+			MaxPeers: cfg.P2PMaxPeers,
+			Limits:   cfg.limits(),
+			Logger:   cfg.Logger,
 		}); err != nil {
 			return nil, fmt.Errorf("control: P2P API: %w", err)
 		}

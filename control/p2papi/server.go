@@ -4,29 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/switchboardgg/switchboard/api"
 	"github.com/switchboardgg/switchboard/backbone"
 	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 	"github.com/switchboardgg/switchboard/tokens"
-)
-
-// Defaults of [Config].
-const (
-	// DefaultMaxBodyBytes bounds every request body.
-	DefaultMaxBodyBytes = 64 << 10
-	// DefaultCommandTimeout is how long the API waits for a hub to answer
-	// a command before it answers 503 hub_unavailable.
-	DefaultCommandTimeout = 2 * time.Second
-	// DefaultJoinRate and DefaultJoinBurst limit joins per login session;
-	// they also bound join-code guessing.
-	DefaultJoinRate  = 2.0
-	DefaultJoinBurst = 10
-	// DefaultMaxRateLimitKeys bounds the sessions the join limiter
-	// remembers at once.
-	DefaultMaxRateLimitKeys = 10000
 )
 
 // ErrConfig is returned (wrapped) by [New] when a required field of Config
@@ -47,20 +30,11 @@ type Config struct {
 	// server API without max_peers. Zero means api.DefaultMaxPeers; at
 	// most api.MaxMaxPeers.
 	MaxPeers int
-	// MaxBodyBytes bounds request bodies. Zero means DefaultMaxBodyBytes.
-	MaxBodyBytes int64
-	// CommandTimeout bounds the wait for a hub's answer. Zero means
-	// DefaultCommandTimeout.
-	CommandTimeout time.Duration
-	// JoinRate is the refill rate, per second and login session, of the
-	// join limiter. Zero means DefaultJoinRate; negative turns it off.
-	JoinRate float64
-	// JoinBurst is the join limiter's bucket size. Zero means
-	// DefaultJoinBurst.
-	JoinBurst int
-	// MaxRateLimitKeys bounds the sessions the join limiter remembers.
-	// Zero means DefaultMaxRateLimitKeys.
-	MaxRateLimitKeys int
+	// Limits bound request bodies, the wait for a hub's answer (past it
+	// the API answers 503 hub_unavailable) and joins per login session,
+	// which also bounds join-code guessing. Zero fields mean the
+	// httpapi.Default… of each, as for the rooms API.
+	httpapi.Limits
 	// Logger receives rare events; tickets and join codes are never
 	// logged. Nil means slog.Default().
 	Logger *slog.Logger
@@ -71,21 +45,7 @@ func (c Config) withDefaults() Config {
 		c.MaxPeers = api.DefaultMaxPeers
 	}
 	c.MaxPeers = min(c.MaxPeers, api.MaxMaxPeers)
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.CommandTimeout <= 0 {
-		c.CommandTimeout = DefaultCommandTimeout
-	}
-	if c.JoinRate == 0 {
-		c.JoinRate = DefaultJoinRate
-	}
-	if c.JoinBurst <= 0 {
-		c.JoinBurst = DefaultJoinBurst
-	}
-	if c.MaxRateLimitKeys <= 0 {
-		c.MaxRateLimitKeys = DefaultMaxRateLimitKeys
-	}
+	c.Limits = c.Limits.WithDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -120,7 +80,7 @@ func New(cfg Config) (*Server, error) {
 		db:        cfg.DB,
 		bb:        cfg.Backbone,
 		tickets:   cfg.Tickets,
-		joinLimit: httpapi.NewLimiter(cfg.JoinRate, cfg.JoinBurst, cfg.MaxRateLimitKeys),
+		joinLimit: cfg.JoinLimiter(),
 	}, nil
 }
 

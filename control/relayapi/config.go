@@ -44,7 +44,7 @@ const (
 	DefaultMaxBodyBytes = 4 << 10
 	// DefaultMaxRateLimitKeys bounds the players and addresses each limiter
 	// remembers at once.
-	DefaultMaxRateLimitKeys = 10000
+	DefaultMaxRateLimitKeys = httpapi.DefaultMaxRateLimitKeys
 	// DefaultProject is the project of an API key created without one.
 	DefaultProject = "default"
 	// DefaultMaxIdleTimeout caps an allocation's idleTimeoutSeconds.

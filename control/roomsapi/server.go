@@ -28,18 +28,6 @@ const (
 	// at 60 ticks per second. A frame room's interval is also capped at
 	// api.MaxSnapshotIntervalSeconds of its own ticks.
 	DefaultMaxSnapshotIntervalFrames = 3600
-	// DefaultMaxBodyBytes bounds every request body.
-	DefaultMaxBodyBytes = 64 << 10
-	// DefaultCommandTimeout is how long the API waits for a node to
-	// answer a command before it counts the node as unavailable.
-	DefaultCommandTimeout = store.DefaultCommandTimeout
-	// DefaultJoinRate and DefaultJoinBurst limit C1 calls per login
-	// session.
-	DefaultJoinRate  = 2.0
-	DefaultJoinBurst = 10
-	// DefaultMaxRateLimitKeys bounds the sessions the join limiter
-	// remembers at once.
-	DefaultMaxRateLimitKeys = 10000
 )
 
 // ErrConfig is returned (wrapped) by [New] when a required field of Config
@@ -70,22 +58,10 @@ type Config struct {
 	// MaxSnapshotIntervalFrames caps snapshot_interval_frames. Zero means
 	// DefaultMaxSnapshotIntervalFrames.
 	MaxSnapshotIntervalFrames int
-	// MaxBodyBytes bounds request bodies, in bytes; larger ones get 400.
-	// Zero means DefaultMaxBodyBytes.
-	MaxBodyBytes int64
-	// CommandTimeout bounds the wait for a node's answer. Zero means
-	// DefaultCommandTimeout.
-	CommandTimeout time.Duration
-	// JoinRate is the refill rate, per second and login session, of the
-	// C1 limiter. Zero means DefaultJoinRate; negative turns it off.
-	JoinRate float64
-	// JoinBurst is the C1 limiter's bucket size. Zero means
-	// DefaultJoinBurst.
-	JoinBurst int
-	// MaxRateLimitKeys bounds the sessions the C1 limiter remembers; when
-	// full, it forgets the keys idle longest. Zero means
-	// DefaultMaxRateLimitKeys.
-	MaxRateLimitKeys int
+	// Limits bound request bodies, the wait for a node's answer and C1
+	// calls per login session (the join limiter). Zero fields mean the
+	// httpapi.Default… of each, as for the P2P API.
+	httpapi.Limits
 	// Logger receives rare events; tokens are never logged. Nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -101,22 +77,10 @@ func (c Config) withDefaults() Config {
 	setDur(&c.JoinTicketTTL, DefaultJoinTicketTTL)
 	setDur(&c.MaxJoinTicketTTL, DefaultMaxJoinTicketTTL)
 	setDur(&c.MaxRoomDuration, DefaultMaxRoomDuration)
-	setDur(&c.CommandTimeout, DefaultCommandTimeout)
 	if c.MaxSnapshotIntervalFrames <= 0 {
 		c.MaxSnapshotIntervalFrames = DefaultMaxSnapshotIntervalFrames
 	}
-	if c.MaxBodyBytes <= 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if c.JoinRate == 0 {
-		c.JoinRate = DefaultJoinRate
-	}
-	if c.JoinBurst <= 0 {
-		c.JoinBurst = DefaultJoinBurst
-	}
-	if c.MaxRateLimitKeys <= 0 {
-		c.MaxRateLimitKeys = DefaultMaxRateLimitKeys
-	}
+	c.Limits = c.Limits.WithDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -153,7 +117,7 @@ func New(cfg Config) (*Server, error) {
 		bb:        cfg.Backbone,
 		signer:    cfg.Signer,
 		udpSecret: cfg.Signer.Derive(roomudp.SecretLabel),
-		joinLimit: httpapi.NewLimiter(cfg.JoinRate, cfg.JoinBurst, cfg.MaxRateLimitKeys),
+		joinLimit: cfg.JoinLimiter(),
 	}, nil
 }
 

@@ -1,9 +1,10 @@
 // Package httpapi is the HTTP plumbing shared by control's APIs (the
 // player and server APIs of package control, the rooms API of package
-// roomsapi, and the relay API to come): the endpoint wrapper
-// (authentication, deadline, panic recovery, error JSON, logging,
-// metrics), the error JSON and its codes, strict body decoding, the
-// keyed rate limiter, field validation, and the commands to nodes over
+// roomsapi, the P2P API of package p2papi and the relay API of package
+// relayapi): the endpoint wrapper (authentication, deadline, panic
+// recovery, error JSON, logging, metrics), the error JSON and its codes,
+// strict body decoding, the keyed rate limiter, the [Limits] the rooms
+// and P2P APIs share, field validation, and the commands to nodes over
 // the backbone.
 //
 // It owns no routes: control keeps the mux and the route table, and each
