@@ -38,7 +38,7 @@ node. switchboard dev allows one machine thousands of logins a second; a
 server started with serve control needs --login-rate -1 for that. It exits non-zero when a player failed to join or play,
 or frames arrived out of order, and prints the reasons, counted. See
 docs/benchmarks.md.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api, key, err := af.resolve()
 			if err != nil {
@@ -99,7 +99,7 @@ prints flows/s every second, then flows/s, the flow latency p50/p99 and the
 server's CPU per flow, read from /proc/<--server-pid>/stat or else from the
 server's /metrics. Start the server with --login-rate -1. See
 docs/benchmarks.md.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api, key, err := af.resolve()
 			if err != nil {

@@ -37,7 +37,7 @@ hub's CPU per datagram (--pid, or the hub's /metrics), and the loss-free rate
 and --forwarder-to HOST:PORT it measures a bare UDP forwarder
 (shared/baselines/udpfwd) with datagrams of the same size instead, for
 comparison in the same run (scripts/bench-p2p-udp). See docs/benchmarks.md.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if readyFile != "" {
 				r, err := readReady(readyFile)

@@ -72,7 +72,7 @@ With --forwarder ADDR and --forwarder-to ADDR it sends datagrams of the same
 size to a bare forwarder (shared/baselines/udpfwd -listen ADDR -to ADDR)
 instead: the baseline. scripts/bench-relay runs both, pinned, three times.
 See docs/benchmarks.md.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Target != "" {
 				keys, err := sf.keyring()
@@ -116,7 +116,7 @@ func newBenchRelayTargetCmd() *cobra.Command {
 --secret-file until interrupted, with limits raised for benchmarking
 (--allocation-rate). It has no REST API, registry or metrics endpoint: it is the
 target of bench relay, which seals its own allocations.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keys, err := sf.keyring()
 			if err != nil {

@@ -36,7 +36,7 @@ node offers it and falls back to WebSocket when UDP gets no answer; udp uses
 UDP only, ws WebSocket only. UDP bots share sockets; --loss and --jitter drop
 and delay their datagrams both ways through an impairment proxy in front of
 the node.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if roomID == "" || n < 1 {
 				return errors.New("--room and -n ≥ 1 are required")

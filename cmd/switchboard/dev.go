@@ -38,7 +38,7 @@ create', an access token, or --relay-allow-anonymous). Every
 listener takes HOST:PORT; port 0 picks a free port, and --ready-file receives the real
 addresses once every role has started. SIGINT or SIGTERM drains and exits;
 SIGHUP reloads the TLS certificate.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.cfg.Roles = system.AllRoles
 			if o.hub {

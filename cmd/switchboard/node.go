@@ -13,7 +13,7 @@ func newNodeCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the live game nodes",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := lf.backend()
 			if err != nil {
@@ -31,7 +31,7 @@ func newNodeCmd() *cobra.Command {
 	drain := &cobra.Command{
 		Use:   "drain NODE_ID",
 		Short: "Drain a game node: its players get ERROR 10 and it takes no new rooms",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(argNodeID),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := df.backend()
 			if err != nil {

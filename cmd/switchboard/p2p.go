@@ -64,7 +64,7 @@ where PATH is hub, direct-udp or direct-tcp; /peers shows each peer's path.
 Lines received are printed as "<peer> text", or "<peer> (to you) text" for a
 /msg or a /udp. chat exits 0 when you leave, and non-zero with the reason when the hub
 ends the connection (kicked, shutting down, …) or the join fails.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if network == "" && joinCode == "" {
 				return errors.New("p2p chat: give --network or --join-code")

@@ -16,7 +16,7 @@ func newRelayCmd() *cobra.Command {
 	nodes := &cobra.Command{
 		Use:   "nodes",
 		Short: "List the live relay nodes: region, public addresses, load, draining",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := nf.backend()
 			if err != nil {
@@ -44,7 +44,7 @@ func newRelayCmd() *cobra.Command {
 	drain := &cobra.Command{
 		Use:   "drain NODE_ID",
 		Short: "Drain a relay node: no new allocations go to it; it keeps relaying for its live ones",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(argRelayNode),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := df.backend()
 			if err != nil {
@@ -69,7 +69,7 @@ func newRelayCmd() *cobra.Command {
 	create := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a relay API key and print its secret (shown only once)",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(argKeyName),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.backend()
 			if err != nil {
@@ -91,7 +91,7 @@ func newRelayCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the relay API keys (without secrets)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := lf.backend()
 			if err != nil {
@@ -114,7 +114,7 @@ func newRelayCmd() *cobra.Command {
 	revoke := &cobra.Command{
 		Use:   "revoke KEY_ID",
 		Short: "Revoke a relay API key: requests with it fail from then on",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(argKeyID),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := rf.backend()
 			if err != nil {

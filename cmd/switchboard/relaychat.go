@@ -106,7 +106,7 @@ largest relay message (1434 bytes) is sent in pieces.
 host exits 0 at end of input or on Ctrl-C (releasing the allocation: peers
 are disconnected and the code dies), and non-zero with the reason when the
 allocation is lost or the relay cannot be reached.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if idle < 0 || idle%time.Second != 0 {
 				return fmt.Errorf("relay host: --idle-timeout %s: give whole seconds (the relay counts in seconds)", idle)
@@ -153,7 +153,7 @@ host on a relay node without peer events learns of it at once.
 join exits 0 at end of input or on Ctrl-C (leaving: the host sees the peer
 leave), and non-zero with the reason when the code is unknown, the host is
 full or leaves, or the relay cannot be reached.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(argJoinCode),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()
@@ -186,7 +186,7 @@ func newRelayRegionsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "regions",
 		Short: "List the relay regions with the round-trip time measured to each (QoS probes)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd.Context())
 			defer stop()

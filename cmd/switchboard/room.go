@@ -118,7 +118,7 @@ func newRoomCreateCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create [ROOM_ID]",
 		Short: "Create a room (the id is generated when absent)",
-		Args:  cobra.MaximumNArgs(1),
+		Args:  optionalArg(argNewRoomID),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := af.backend()
 			if err != nil {
@@ -164,7 +164,7 @@ func newRoomGetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get ROOM_ID",
 		Short: "Show a room and its members",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(argRoomID),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := af.backend()
 			if err != nil {
@@ -191,7 +191,7 @@ func newRoomListCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List rooms, newest pages first",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := af.backend()
 			if err != nil {
@@ -228,7 +228,7 @@ func newRoomCloseCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "close ROOM_ID",
 		Short: "Close a room; players get ROOM_STATE 3 and ERROR 9 with the result",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(argRoomID),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := af.backend()
 			if err != nil {
@@ -257,7 +257,7 @@ func newRoomKickCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "kick ROOM_ID SEAT",
 		Short: "Remove the player in a seat (ERROR 8 kicked)",
-		Args:  cobra.ExactArgs(2),
+		Args:  exactArgs(argRoomID, argSeat),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			seat, err := strconv.Atoi(args[1])
 			if err != nil {
@@ -284,7 +284,7 @@ func newRoomStartCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start ROOM_ID",
 		Short: "Start a room whose start mode is manual",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs(argRoomID),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := af.backend()
 			if err != nil {
@@ -307,7 +307,7 @@ func newTicketCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ticket ROOM_ID USERNAME",
 		Short: "Issue a join ticket (and an auth token) for a player",
-		Args:  cobra.ExactArgs(2),
+		Args:  exactArgs(argRoomID, argUsername),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := af.backend()
 			if err != nil {

@@ -27,7 +27,7 @@ func newServeRoleCmd(r system.Role) *cobra.Command {
 	o := &systemOptions{}
 	cmd := &cobra.Command{
 		Use:  r.String(),
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.cfg.Roles = r
 			resolveKeys(o)

@@ -27,7 +27,7 @@ cannot be watched, and a room that starts when all are ready waits for it too),
 says READY, sends no inputs, and prints every --every'th frame with its inputs,
 and every member and room-state event, until interrupted or the room ends.
 Rooms have no spectator seats yet.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(argRoomID),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			api, be, err := af.client()
 			if err != nil {
