@@ -312,7 +312,8 @@ func TestP2PBadInput(t *testing.T) {
 	want(t, e.p2p("GET", "/networks/N", nil), http.StatusNotFound, api.CodeNotFound)
 }
 
-// Joins are rate limited per login session.
+// Joins are rate limited per login session; the 429 says when to retry,
+// as the rooms API's does.
 func TestP2PJoinRateLimit(t *testing.T) {
 	var ring *tokens.HubKeyring
 	e := newEnv(t, func(c *Config) {
@@ -326,6 +327,11 @@ func TestP2PJoinRateLimit(t *testing.T) {
 	for range 2 {
 		want(t, e.do("POST", "/p2p/v1/join", alice, map[string]any{"network": "n"}), http.StatusOK)
 	}
-	want(t, e.do("POST", "/p2p/v1/join", alice, map[string]any{"network": "n"}), http.StatusTooManyRequests, api.CodeRateLimited)
+	r := e.do("POST", "/p2p/v1/join", alice, map[string]any{"network": "n"})
+	want(t, r, http.StatusTooManyRequests, api.CodeRateLimited)
+	// One join in 1,000 s: the next token comes 1,000 s after the burst.
+	if got := r.header.Get("Retry-After"); got != "1000" {
+		t.Errorf("Retry-After %q, want 1000", got)
+	}
 	want(t, e.do("POST", "/p2p/v1/join", e.login("bob"), map[string]any{"network": "n"}), http.StatusOK)
 }

@@ -23,8 +23,8 @@ const peerIDRandomBytes = 6
 // given) → ban → allow list → join code → hub; then the answer carries a
 // new peer id and a hub ticket naming it.
 func (s *Server) join(ctx context.Context, c *httpapi.Call) (int, any, error) {
-	if !s.joinLimit.Allow(c.Session.SessionID, c.Now) {
-		return 0, nil, httpapi.ErrRateLimited
+	if ok, wait := s.joinLimit.Take(c.Session.SessionID, c.Now); !ok {
+		return 0, nil, httpapi.RateLimited(wait)
 	}
 	var req api.P2PJoinRequest
 	if err := httpapi.DecodeBody(c.W, c.R, s.cfg.MaxBodyBytes, &req); err != nil {

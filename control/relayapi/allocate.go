@@ -368,8 +368,8 @@ func normalizeCode(code string) (string, bool) {
 
 // join: POST /relay/v1/join.
 func (s *Server) join(ctx context.Context, c *call) (int, any, error) {
-	if !s.joinLimit.Allow("addr:"+httpapi.ClientIP(c.r), c.now) {
-		return 0, nil, errRateLimited
+	if err := s.takeJoin(c); err != nil {
+		return 0, nil, err
 	}
 	var req api.RelayJoinRequest
 	if err := decode(c.w, c.r, s.cfg.MaxBodyBytes, &req); err != nil {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 
 	"github.com/switchboardgg/switchboard/api"
-	"github.com/switchboardgg/switchboard/control/internal/httpapi"
 	"github.com/switchboardgg/switchboard/store"
 )
 
@@ -23,8 +22,8 @@ const (
 // tells whether a code exists, so it must not walk the code space faster
 // than joins can.
 func (s *Server) joinCodeStatus(ctx context.Context, c *call) (int, any, error) {
-	if !s.joinLimit.Allow("addr:"+httpapi.ClientIP(c.r), c.now) {
-		return 0, nil, errRateLimited
+	if err := s.takeJoin(c); err != nil {
+		return 0, nil, err
 	}
 	code, ok := normalizeCode(c.param)
 	if !ok {
@@ -52,8 +51,8 @@ func (s *Server) joinCodeStatus(ctx context.Context, c *call) (int, any, error) 
 // answer (403 or 404) tells whether a code exists: it counts against the
 // per-address join limit, as a status does.
 func (s *Server) revokeJoinCode(ctx context.Context, c *call) (int, any, error) {
-	if !s.joinLimit.Allow("addr:"+httpapi.ClientIP(c.r), c.now) {
-		return 0, nil, errRateLimited
+	if err := s.takeJoin(c); err != nil {
+		return 0, nil, err
 	}
 	errNotFound := notFound(api.RelayCodeJoinCodeNotFound, "no such join code")
 	code, ok := normalizeCode(c.param)
@@ -79,8 +78,8 @@ func (s *Server) revokeJoinCode(ctx context.Context, c *call) (int, any, error) 
 // caller joined with code as prev. Its answers tell whether a code
 // exists: it counts against the per-address join limit, as a status does.
 func (s *Server) claimJoinCode(ctx context.Context, c *call, id [16]byte, req *api.RelayJoinCodeRequest) (int, any, error) {
-	if !s.joinLimit.Allow("addr:"+httpapi.ClientIP(c.r), c.now) {
-		return 0, nil, errRateLimited
+	if err := s.takeJoin(c); err != nil {
+		return 0, nil, err
 	}
 	errNotFound := notFound(api.RelayCodeJoinCodeNotFound, "no such join code")
 	code, ok := normalizeCode(req.JoinCode)

@@ -438,6 +438,10 @@ func TestTrustedNetworks(t *testing.T) {
 	}
 }
 
+// TestRateLimits: each call has its own per-player budget, joins one per
+// address too; a 429 is Unity's problem JSON (15429, which Unity's SDK
+// retries with backoff) with a Retry-After in whole seconds until the
+// limiter has a token again, as the other APIs' 429s.
 func TestRateLimits(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
 		c.RequestsPerMinute = 3
@@ -450,6 +454,13 @@ func TestRateLimits(t *testing.T) {
 		if want := map[bool]int{true: 200, false: 429}[i < 3]; r.status != want {
 			t.Errorf("regions #%d: %d, want %d", i+1, r.status, want)
 		}
+		// 3 a minute: the next token comes 20 s after the bucket ran dry.
+		if want := map[bool]string{true: "", false: "20"}[i < 3]; r.header.Get("Retry-After") != want {
+			t.Errorf("regions #%d: Retry-After %q, want %q", i+1, r.header.Get("Retry-After"), want)
+		}
+		if r.status == 429 && r.problem(t).Code != api.RelayCodeRateLimited {
+			t.Errorf("regions #%d: %s", i+1, r.raw)
+		}
 	}
 	// Another call has its own budget; joins are limited per address too.
 	for i := range 3 {
@@ -459,6 +470,9 @@ func TestRateLimits(t *testing.T) {
 		}
 		if r.status == 429 && r.problem(t).Code != api.RelayCodeRateLimited {
 			t.Errorf("join #%d: %s", i+1, r.raw)
+		}
+		if want := map[bool]string{true: "", false: "30"}[i < 2]; r.header.Get("Retry-After") != want {
+			t.Errorf("join #%d: Retry-After %q, want %q", i+1, r.header.Get("Retry-After"), want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -238,8 +239,10 @@ func (s *Server) endpoint(rt route) http.Handler {
 			err  error
 		)
 		c.who, err = s.authenticate(ctx, r, c.now)
-		if err == nil && !limit.Allow(c.who.player, c.now) {
-			err = errRateLimited
+		if err == nil {
+			if ok, wait := limit.Take(c.who.player, c.now); !ok {
+				err = rateLimited(wait)
+			}
 		}
 		if err == nil {
 			status, body, err = rt.h(ctx, c)
@@ -273,16 +276,33 @@ type problem struct {
 	status int
 	code   int
 	detail string
+	// retryAfter, when positive, is sent as the Retry-After header, in
+	// whole seconds rounded up.
+	retryAfter time.Duration
 }
 
 func (p *problem) Error() string {
 	return fmt.Sprintf("relayapi: %d %d: %s", p.status, p.code, p.detail)
 }
 
-var (
-	errRateLimited = &problem{status: http.StatusTooManyRequests, code: api.RelayCodeRateLimited, detail: "too many requests"}
-	errInternal    = &problem{status: http.StatusInternalServerError, code: api.RelayCodeInternal, detail: "internal error"}
-)
+var errInternal = &problem{status: http.StatusInternalServerError, code: api.RelayCodeInternal, detail: "internal error"}
+
+// rateLimited is the 429 15429 of a limiter that has a token again after
+// wait (httpapi.Limiter.Take); its Retry-After is at least 1 second, as
+// the other APIs' 429s (docs/api.md).
+func rateLimited(wait time.Duration) *problem {
+	return &problem{status: http.StatusTooManyRequests, code: api.RelayCodeRateLimited, detail: "too many requests",
+		retryAfter: max(wait, time.Second)}
+}
+
+// takeJoin takes a token of the per-address join limit for c: nil, or
+// the 429 to answer.
+func (s *Server) takeJoin(c *call) error {
+	if ok, wait := s.joinLimit.Take("addr:"+httpapi.ClientIP(c.r), c.now); !ok {
+		return rateLimited(wait)
+	}
+	return nil
+}
 
 func invalid(format string, args ...any) *problem {
 	return &problem{status: http.StatusBadRequest, code: api.RelayCodeInvalidRequest, detail: fmt.Sprintf(format, args...)}
@@ -314,6 +334,9 @@ func writeProblem(w http.ResponseWriter, p *problem) {
 	h.Set("Content-Type", api.RelayProblemContentType)
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if p.retryAfter > 0 {
+		h.Set("Retry-After", strconv.FormatInt(int64((p.retryAfter+time.Second-1)/time.Second), 10))
+	}
 	w.WriteHeader(p.status)
 	_, _ = w.Write(append(data, '\n'))
 }
