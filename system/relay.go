@@ -100,8 +100,38 @@ func (s *System) relayKeyring() (*tokens.RelayKeyring, error) {
 	return keys, nil
 }
 
+// bindRelay binds the relay's UDP, WebSocket and DTLS listeners that are
+// configured, for bindListeners: before any role starts.
+func (s *System) bindRelay() error {
+	c := &s.cfg.Relay
+	udp := func(name, addr string) error {
+		if addr == "" {
+			return nil
+		}
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return fmt.Errorf("system: %s listener: %w", name, err)
+		}
+		s.pcs = append(s.pcs, pc)
+		s.bound[name] = boundListener{pc: pc, addr: pc.LocalAddr().String()}
+		return nil
+	}
+	if err := udp("relay_udp", c.UDPAddr); err != nil {
+		return err
+	}
+	if c.WSAddr != "" {
+		ln, bound, err := s.listen("relay_ws", c.WSAddr, nil, true)
+		if err != nil {
+			return err
+		}
+		s.bound["relay_ws"] = boundListener{ln: ln, addr: bound}
+	}
+	return udp("relay_dtls", c.DTLSAddr)
+}
+
 // startRelay starts the relay data plane on its UDP, WebSocket and DTLS
-// listeners, when any is configured, and registers the node.
+// listeners (bound by bindRelay), when any is configured, and registers
+// the node.
 func (s *System) startRelay(ctx context.Context) error {
 	c := &s.cfg
 	if !c.Relay.serves() {
@@ -110,6 +140,15 @@ func (s *System) startRelay(ctx context.Context) error {
 	keys, err := s.relayKeyring()
 	if err != nil {
 		return err
+	}
+	if b := s.bound["relay_udp"]; b.pc != nil {
+		s.ready.RelayUDP = b.addr
+	}
+	if b := s.bound["relay_ws"]; b.ln != nil {
+		s.ready.RelayWS = s.scheme("ws://", "wss://") + b.addr + "/"
+	}
+	if b := s.bound["relay_dtls"]; b.pc != nil {
+		s.ready.RelayDTLS = b.addr
 	}
 	id := c.Node.ID
 	if id == "" {
@@ -138,35 +177,10 @@ func (s *System) startRelay(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("system: %w", err)
 	}
-	var pc net.PacketConn
-	if c.Relay.UDPAddr != "" {
-		if pc, err = net.ListenPacket("udp", c.Relay.UDPAddr); err != nil {
-			return fmt.Errorf("system: relay_udp listener: %w", err)
-		}
-		s.ready.RelayUDP = pc.LocalAddr().String()
-	}
-	var ln net.Listener
-	if c.Relay.WSAddr != "" {
-		var bound string
-		if ln, bound, err = s.listen("relay_ws", c.Relay.WSAddr, nil, true); err != nil {
-			if pc != nil {
-				pc.Close()
-			}
-			return err
-		}
-		s.ready.RelayWS = s.scheme("ws://", "wss://") + bound + "/"
-	}
-	var dtlsPC net.PacketConn
-	if c.Relay.DTLSAddr != "" {
-		if dtlsPC, err = net.ListenPacket("udp", c.Relay.DTLSAddr); err != nil {
-			closeRelayListeners(ln, pc)
-			return fmt.Errorf("system: relay_dtls listener: %w", err)
-		}
-		s.ready.RelayDTLS = dtlsPC.LocalAddr().String()
-	}
+	// Bound by bindListeners, closed by Close when the role fails to start.
+	pc, ln, dtlsPC := s.bound["relay_udp"].pc, s.bound["relay_ws"].ln, s.bound["relay_dtls"].pc
 	entry, err := s.relayEntry(id, rc)
 	if err != nil {
-		closeRelayListeners(ln, pc, dtlsPC)
 		return err
 	}
 	reg := &relayRegistry{db: db, log: log, entry: entry, srv: r, max: rc.MaxAllocations,
@@ -435,17 +449,4 @@ func relaySecret(dir string) ([]byte, error) {
 // serves reports whether the relay data plane has a listener to run.
 func (c *RelayConfig) serves() bool {
 	return c.UDPAddr != "" || c.WSAddr != "" || c.DTLSAddr != ""
-}
-
-// closeRelayListeners closes the relay listeners opened so far (nil ones
-// skipped) when the role fails to start.
-func closeRelayListeners(ln net.Listener, pcs ...net.PacketConn) {
-	if ln != nil {
-		ln.Close()
-	}
-	for _, pc := range pcs {
-		if pc != nil {
-			pc.Close()
-		}
-	}
 }

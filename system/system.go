@@ -40,7 +40,8 @@ type System struct {
 
 	// owned by Start, then by Close
 	lock      *dirLock
-	lns       []net.Listener // every listener, closed again by Close
+	lns       []net.Listener   // every listener, closed again by Close
+	pcs       []net.PacketConn // every UDP socket bound by bindListeners, closed again by Close
 	emb       *backbone.Embedded
 	conns     []*backbone.Conn
 	probe     *backbone.Probe // made with the first connection; nil without
@@ -60,9 +61,10 @@ type System struct {
 }
 
 // boundListener is a listener bound by bindListeners, to serve, and its
-// bound address.
+// bound address; a UDP one has pc instead of ln.
 type boundListener struct {
 	ln   net.Listener
+	pc   net.PacketConn
 	addr string
 }
 
@@ -224,8 +226,10 @@ func (s *System) listen(name, addr string, given net.Listener, useTLS bool) (net
 }
 
 // bindListeners binds the TCP listeners of the game node, the API, the
-// hub and the admin listener before any role starts, so that an address in use fails Start before a game node
-// registers (and then disappears again).
+// hub and the admin listener, and the relay's UDP, WebSocket and DTLS
+// listeners, before any role starts, so that an address in use fails
+// Start before a game node registers (and then disappears again) and
+// before the backbone starts.
 func (s *System) bindListeners() error {
 	c := &s.cfg
 	s.bound = map[string]boundListener{}
@@ -234,7 +238,7 @@ func (s *System) bindListeners() error {
 		if err != nil {
 			return err
 		}
-		s.bound[name] = boundListener{ln, bound}
+		s.bound[name] = boundListener{ln: ln, addr: bound}
 		return nil
 	}
 	if c.Roles&RoleNode != 0 {
@@ -260,6 +264,9 @@ func (s *System) bindListeners() error {
 		if err := bind("admin", c.Admin.Addr, c.Admin.Listener, true); err != nil {
 			return err
 		}
+	}
+	if c.Roles&RoleRelay != 0 {
+		return s.bindRelay()
 	}
 	return nil
 }
@@ -633,6 +640,9 @@ func (s *System) Close() error {
 		}
 		for _, ln := range s.lns {
 			_ = ln.Close() // most are closed by their server already
+		}
+		for _, pc := range s.pcs {
+			_ = pc.Close() // as the listeners
 		}
 		s.wg.Wait()
 		for i := len(s.conns) - 1; i >= 0; i-- {
