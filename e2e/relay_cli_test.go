@@ -175,3 +175,67 @@ func TestRelayCLIChat(t *testing.T) {
 	}
 	p.stop(10 * time.Second)
 }
+
+// TestRelayCLIMigrate: `relay host --migrate` opts in to host migration;
+// its process is killed (no CLOSE: the relay times it out), and of two
+// `relay join --migrate` peers one takes the session over as its host
+// with the same join code while the other reconnects to it; lines typed
+// then go between them as before.
+func TestRelayCLIMigrate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the relay's 10 s idle timeout")
+	}
+	dir := t.TempDir()
+	p := start(t, "dev", "--api", "127.0.0.1:0", "--node", "127.0.0.1:0", "--admin", "", "--nats", "127.0.0.1:0",
+		"--data-dir", dir, "--relay", "127.0.0.1:0")
+	rf := p.readyFile
+
+	host := startRelayCLI(t, "host", "--migrate", "--ready-file", rf, "--username", "hoster")
+	code := host.wait(host.log, `join code ([6789BCDFGHJKLMNPQRTW]{6}) \(`)
+	peers := map[string]*relayProc{}
+	for _, name := range []string{"alice", "bob"} {
+		peer := startRelayCLI(t, "join", code, "--migrate", "--ready-file", rf, "--username", name)
+		id := peer.wait(peer.log, `as peer (`+uuidRE+`)`)
+		host.wait(host.log, `\* peer `+id+` joined`)
+		peers[name] = peer
+	}
+
+	if err := host.cmd.Process.Kill(); err != nil { // no CLOSE
+		t.Fatal(err)
+	}
+	host.exit()
+	var newHost, joiner *relayProc
+	for deadline := time.Now().Add(40 * time.Second); newHost == nil || joiner == nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no peer took the session over, or the other never reconnected, in 40 s")
+		}
+		newHost, joiner = nil, nil
+		for _, peer := range peers {
+			log := peer.log.String()
+			switch {
+			case strings.Contains(log, "* took the session over: hosting join code "+code+" ("):
+				newHost = peer
+			case strings.Contains(log, "* another peer took the session over: joined "+code+" ("):
+				joiner = peer
+			}
+		}
+	}
+	id := joiner.wait(joiner.log, `another peer took the session over: joined `+code+` \([^)]*\) as peer (`+uuidRE+`)`)
+	newHost.wait(newHost.log, `\* peer `+id+` joined`)
+	joiner.say("still here")
+	newHost.wait(newHost.out, `(?m)^still here$`)
+	newHost.say("welcome back")
+	joiner.wait(joiner.out, `(?m)^welcome back$`)
+
+	// End of input: both leave, exit 0 (the joiner first: a new host
+	// leaving first would be taken over again, by it).
+	_ = joiner.in.Close()
+	if code := joiner.exit(); code != 0 {
+		t.Fatalf("joiner at end of input exited %d", code)
+	}
+	_ = newHost.in.Close()
+	if code := newHost.exit(); code != 0 {
+		t.Fatalf("new host at end of input exited %d", code)
+	}
+	p.stop(10 * time.Second)
+}

@@ -84,10 +84,11 @@ func (f *relayClientFlags) client(ctx context.Context) (*relay.Client, error) {
 
 func newRelayHostCmd() *cobra.Command {
 	var (
-		f      relayClientFlags
-		maxCon int
-		region string
-		idle   time.Duration
+		f       relayClientFlags
+		maxCon  int
+		region  string
+		idle    time.Duration
+		migrate bool
 	)
 	cmd := &cobra.Command{
 		Use:   "host",
@@ -103,9 +104,16 @@ two terminals chat and a pipe carries bytes. Lines on stderr say when a peer
 joins or leaves ("* peer <allocation id> joined"). A line longer than the
 largest relay message (1434 bytes) is sent in pieces.
 
+With --migrate the host opts in to host migration: when its allocation
+ends (it leaves, is killed, or is cut off), the relay holds its join code
+for a while (10 s by default), and a peer that joined with 'relay join
+--migrate' takes the session over as its host, with the same code; the
+other peers reconnect to it.
+
 host exits 0 at end of input or on Ctrl-C (releasing the allocation: peers
-are disconnected and the code dies), and non-zero with the reason when the
-allocation is lost or the relay cannot be reached.`,
+are disconnected and the code dies, unless a peer takes it over), and
+non-zero with the reason when the allocation is lost or the relay cannot
+be reached.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if idle < 0 || idle%time.Second != 0 {
@@ -117,14 +125,15 @@ allocation is lost or the relay cannot be reached.`,
 			if err != nil {
 				return fmt.Errorf("relay host: %w", err)
 			}
-			c, err := rc.Host(ctx, relay.AllocateRequest{MaxConnections: maxCon, Region: region, IdleTimeout: idle})
+			c, err := rc.Host(ctx, relay.AllocateRequest{MaxConnections: maxCon, Region: region, IdleTimeout: idle, HostMigration: migrate})
 			if err != nil {
 				return fmt.Errorf("relay host: %w", describeRelay(err))
 			}
 			defer c.Close()
-			ep := c.Endpoint()
-			fmt.Fprintf(cmd.ErrOrStderr(), "join code %s (%s%s %s)\n", c.JoinCode(), regionOf(c), ep.ConnectionType, hostPort(ep.Host, ep.Port))
-			if err := relayPipe(ctx, c, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "join code %s (%s)\n", c.JoinCode(), describeConn(c))
+			in := readLines(cmd.InOrStdin())
+			defer in.stop()
+			if err := relayPipe(ctx, c, in, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
 				return fmt.Errorf("relay host: %w", err)
 			}
 			return nil
@@ -135,11 +144,16 @@ allocation is lost or the relay cannot be reached.`,
 	fl.IntVar(&maxCon, "max-connections", 4, "how many peers may join, 1 to 100")
 	fl.StringVar(&region, "region", "", "the relay `REGION` (default: the one with the lowest measured RTT; see 'relay regions')")
 	fl.DurationVar(&idle, "idle-timeout", 0, "how long the relay keeps the allocation through silence, whole seconds up to the deployment's cap (default: the relay's, 10s)")
+	fl.BoolVar(&migrate, "migrate", false, "opt in to host migration: if this host dies, a peer joined with --migrate takes the session over with the same join code")
 	return cmd
 }
 
 func newRelayJoinCmd() *cobra.Command {
-	var f relayClientFlags
+	var (
+		f       relayClientFlags
+		migrate bool
+		maxCon  int
+	)
 	cmd := &cobra.Command{
 		Use:   "join CODE",
 		Short: "Join a host with its join code, and pipe stdin/stdout to it through the relay",
@@ -150,9 +164,16 @@ it came. A line on stderr says when the connection to the host is made, and
 when the host leaves. join first sends the host an empty message, so that a
 host on a relay node without peer events learns of it at once.
 
+With --migrate, when a host that opted in ('relay host --migrate') dies or leaves,
+join takes the session over: it races the other peers for the join code,
+and either becomes the host itself (stderr says "took the session over",
+and it goes on as 'relay host' does, with the same code) or reconnects to
+the peer that won. It does so again each time its host dies.
+
 join exits 0 at end of input or on Ctrl-C (leaving: the host sees the peer
 leave), and non-zero with the reason when the code is unknown, the host is
-full or leaves, or the relay cannot be reached.`,
+full or leaves (and cannot be replaced, with --migrate), or the relay
+cannot be reached.`,
 		Args: exactArgs(argJoinCode),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signalContext(cmd.Context())
@@ -165,19 +186,46 @@ full or leaves, or the relay cannot be reached.`,
 			if err != nil {
 				return fmt.Errorf("relay join: %w", describeRelay(err))
 			}
-			defer c.Close()
-			ep := c.Endpoint()
-			fmt.Fprintf(cmd.ErrOrStderr(), "joined %s (%s%s %s) as peer %s\n", strings.ToUpper(args[0]), regionOf(c), ep.ConnectionType, hostPort(ep.Host, ep.Port), c.ID())
+			defer func() { c.Close() }() // the last Conn: Migrate closes the ones before
+			log := cmd.ErrOrStderr()
+			fmt.Fprintf(log, "joined %s (%s) as peer %s\n", strings.ToUpper(args[0]), describeConn(c), c.ID())
 			// An empty message tells a host on a relay node without peer
 			// events that this peer is here (it writes nothing).
 			_ = c.Send(ctx, c.HostID(), nil)
-			if err := relayPipe(ctx, c, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
-				return fmt.Errorf("relay join: %w", err)
+			in := readLines(cmd.InOrStdin())
+			defer in.stop()
+			for {
+				err := relayPipe(ctx, c, in, cmd.OutOrStdout(), log)
+				if err == nil || !migrate || c.IsHost() || ctx.Err() != nil || !ended(c) {
+					if err != nil {
+						return fmt.Errorf("relay join: %w", err)
+					}
+					return nil
+				}
+				// The host died, or this peer's own allocation did:
+				// Migrate tells which and rejoins in the second case.
+				fmt.Fprintf(log, "* connection ended (%s); taking the session over\n", err)
+				next, merr := rc.Migrate(ctx, c, relay.AllocateRequest{MaxConnections: maxCon})
+				if merr != nil {
+					if ctx.Err() != nil {
+						return nil // Ctrl-C while migrating
+					}
+					return fmt.Errorf("relay join: take the session over: %w", describeRelay(merr))
+				}
+				c = next
+				if c.IsHost() {
+					fmt.Fprintf(log, "* took the session over: hosting join code %s (%s)\n", c.JoinCode(), describeConn(c))
+				} else {
+					fmt.Fprintf(log, "* another peer took the session over: joined %s (%s) as peer %s\n", c.JoinCode(), describeConn(c), c.ID())
+					_ = c.Send(ctx, c.HostID(), nil)
+				}
 			}
-			return nil
 		},
 	}
 	f.register(cmd, true)
+	fl := cmd.Flags()
+	fl.BoolVar(&migrate, "migrate", false, "when a host that opted in to host migration dies, take the session over (or reconnect to the peer that did) with the same join code")
+	fl.IntVar(&maxCon, "max-connections", 4, "with --migrate: how many peers may join when this peer takes over as host, 1 to 100")
 	return cmd
 }
 
@@ -217,13 +265,50 @@ func newRelayRegionsCmd() *cobra.Command {
 	return cmd
 }
 
+// lines are the lines of stdin, read by one goroutine for the whole
+// verb, so that a joiner that takes a session over (--migrate) keeps
+// reading where it was.
+type lines struct {
+	chunks chan []byte   // a line, or a piece of one longer than a relay message
+	eof    chan struct{} // closed when stdin ends
+	quit   chan struct{} // closed by stop
+}
+
+// readLines starts reading in. The goroutine is not joined: a read of
+// stdin cannot be interrupted; it ends with the process, or at the next
+// line after stop.
+func readLines(in io.Reader) *lines {
+	l := &lines{chunks: make(chan []byte), eof: make(chan struct{}), quit: make(chan struct{})}
+	go func() {
+		defer close(l.eof)
+		br := bufio.NewReaderSize(in, relay.DefaultMaxPayload)
+		for {
+			line, err := br.ReadSlice('\n')
+			if len(line) > 0 {
+				select {
+				case l.chunks <- append([]byte(nil), line...):
+				case <-l.quit:
+					return
+				}
+			}
+			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+				return
+			}
+		}
+	}()
+	return l
+}
+
+// stop tells the reader that nobody takes its lines any more.
+func (l *lines) stop() { close(l.quit) }
+
 // relayPipe sends the lines of in to c's peers (a host: to every
 // connected peer) and writes what arrives to out; events go to log. It
 // returns nil when in ends or ctx ends, and the reason when the
 // connection ended first.
-func relayPipe(ctx context.Context, c *relay.Conn, in io.Reader, out, log io.Writer) error {
+func relayPipe(ctx context.Context, c *relay.Conn, in *lines, out, log io.Writer) error {
 	received := make(chan error, 1)
-	go func() { // ends when c is closed (the deferred Close)
+	go func() { // ends when c ends or is closed
 		buf := make([]byte, relay.DefaultMaxPayload)
 		for {
 			n, _, err := c.Recv(context.Background(), buf)
@@ -262,26 +347,6 @@ func relayPipe(ctx context.Context, c *relay.Conn, in io.Reader, out, log io.Wri
 			}
 		}
 	}()
-
-	chunks := make(chan []byte)
-	readDone := make(chan struct{})
-	go func() { // not joined: a read of stdin cannot be interrupted; it ends with the process
-		defer close(readDone)
-		br := bufio.NewReaderSize(in, relay.DefaultMaxPayload)
-		for {
-			line, err := br.ReadSlice('\n')
-			if len(line) > 0 {
-				select {
-				case chunks <- append([]byte(nil), line...):
-				case <-c.Done():
-					return
-				}
-			}
-			if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-				return
-			}
-		}
-	}()
 	for {
 		select {
 		case <-ctx.Done():
@@ -289,15 +354,18 @@ func relayPipe(ctx context.Context, c *relay.Conn, in io.Reader, out, log io.Wri
 		case <-c.Done():
 			return connEnded(c.Err())
 		case err := <-received:
+			if err == nil { // Recv saw the Conn end: c.Done is closed too
+				return connEnded(c.Err())
+			}
 			return err
-		case <-readDone:
+		case <-in.eof:
 			select {
-			case b := <-chunks:
+			case b := <-in.chunks:
 				_ = sendAll(ctx, c, b, log)
 			default:
 			}
 			return nil
-		case b := <-chunks:
+		case b := <-in.chunks:
 			if err := sendAll(ctx, c, b, log); errors.Is(err, relay.ErrClosed) {
 				return connEnded(c.Err())
 			}
@@ -321,6 +389,16 @@ func sendAll(ctx context.Context, c *relay.Conn, b []byte, log io.Writer) error 
 		}
 	}
 	return nil
+}
+
+// ended reports whether c ended on its own (or was closed).
+func ended(c *relay.Conn) bool {
+	select {
+	case <-c.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // connEnded describes why the connection ended.
@@ -359,6 +437,12 @@ type describedError struct {
 
 func (e *describedError) Error() string { return e.msg }
 func (e *describedError) Unwrap() error { return e.err }
+
+// describeConn says where c is connected: "region eu, udp 203.0.113.7:37000".
+func describeConn(c *relay.Conn) string {
+	ep := c.Endpoint()
+	return regionOf(c) + ep.ConnectionType + " " + hostPort(ep.Host, ep.Port)
+}
 
 // regionOf returns "region R, ", or "" for a relay node without a region.
 func regionOf(c *relay.Conn) string {
