@@ -164,11 +164,12 @@ it came. A line on stderr says when the connection to the host is made, and
 when the host leaves. join first sends the host an empty message, so that a
 host on a relay node without peer events learns of it at once.
 
-With --migrate, when a host that opted in ('relay host --migrate') dies or leaves,
-join takes the session over: it races the other peers for the join code,
-and either becomes the host itself (stderr says "took the session over",
-and it goes on as 'relay host' does, with the same code) or reconnects to
-the peer that won. It does so again each time its host dies.
+With --migrate, when a host that opted in ('relay host --migrate') dies
+or leaves, join takes the session over: it races the other peers for the
+join code, and either becomes the host itself (stderr says "took the
+session over", and it goes on as 'relay host' does, with the same code)
+or reconnects to the peer that won. It does so again each time its host
+goes.
 
 join exits 0 at end of input or on Ctrl-C (leaving: the host sees the peer
 leave), and non-zero with the reason when the code is unknown, the host is
