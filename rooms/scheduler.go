@@ -2,6 +2,7 @@ package rooms
 
 import (
 	"context"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,13 @@ const tickSlack = 500 * time.Microsecond
 // spread the work more evenly (a tick runs at most one group's work late);
 // fewer wake the node less often.
 var tickPhases = 4
+
+// yieldEvery is how many rooms a worker ticks in one burst before it lets
+// other goroutines run: a room's tick only queues its frames, and the
+// transport's writer (node/udp's, which sends what every room queued in
+// batches) must get to drain them during a burst of a phase's rooms, or
+// a large phase would fill its queue before the first batch left.
+const yieldEvery = 32
 
 // scheduler ticks rooms on a few worker goroutines instead of one goroutine
 // (and one timer) per room. Each worker owns a min-heap of its rooms by due
@@ -107,7 +115,10 @@ func (w *worker) run(ctx context.Context, base time.Time) {
 		w.added = w.added[:0]
 		w.mu.Unlock()
 
-		for len(w.heap) > 0 && w.heap[0].at <= now+tickSlack {
+		for ticked := 0; len(w.heap) > 0 && w.heap[0].at <= now+tickSlack; ticked++ {
+			if ticked > 0 && ticked%yieldEvery == 0 {
+				runtime.Gosched()
+			}
 			e := &w.heap[0]
 			start := time.Since(base)
 			alive := e.r.Tick(w.e.cfg.Now())
