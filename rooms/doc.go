@@ -37,7 +37,11 @@
 // work: it runs its timers and, while a frame room plays, produces one frame.
 // [Engine.Run] drives Tick on Config.Workers goroutines, each owning a heap
 // of rooms by due time, until its context ends; it is the only place the
-// package starts goroutines. Tests leave Run out and call Tick with their
+// package starts goroutines. A room's ticks fall on one of four phases of its
+// period, counted from Run's start (rooms take the phases in turn as they
+// open), and rooms due together tick in the order they opened: the node
+// wakes a few times a period for many rooms rather than once for each, and
+// its UDP transport sends a phase's frames in a few batched writes. Tests leave Run out and call Tick with their
 // own clock. (Measured with TestSchedulerCost: 2,500 playing rooms at 30 Hz
 // cost 0.11 cores with this scheduler against 0.15 with a goroutine and a
 // time.Ticker per room, tick work included.)

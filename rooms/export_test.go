@@ -11,3 +11,6 @@ func (r *Room) Locked() bool {
 	}
 	return true
 }
+
+// YieldEvery is how many rooms a scheduler worker ticks before it yields.
+const YieldEvery = yieldEvery

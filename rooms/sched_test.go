@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -90,4 +92,62 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestSchedulerYieldsDuringABurst checks that a worker ticking a phase of
+// many rooms lets other goroutines run every YieldEvery rooms: node/udp's
+// writer must drain the frames a burst queues while the burst goes on. With
+// one P, a goroutine made runnable at a burst's first tick runs only when
+// the worker yields.
+func TestSchedulerYieldsDuringABurst(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	const n = 400 // 100 rooms a phase
+	var ticks atomic.Int64
+	var armed atomic.Bool
+	poke := make(chan int64, 1)
+	e, err := rooms.New(rooms.Config{
+		Logger:  slog.New(slog.DiscardHandler),
+		Workers: 1,
+		ObserveTick: func(_, _ time.Duration) {
+			k := ticks.Add(1)
+			if armed.CompareAndSwap(true, false) {
+				poke <- k
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		r, err := e.Open(frameRoom(fmt.Sprintf("burst-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = r.Admit(0, "u", session(0))
+		if _, err := r.Join(0, session(0), &writerPeer{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for ticks.Load() < 2*n { // every room in, on its phase
+		time.Sleep(5 * time.Millisecond)
+	}
+	worst := int64(0)
+	for range 5 {
+		time.Sleep(3 * time.Millisecond) // most likely between bursts
+		armed.Store(true)
+		at := <-poke
+		worst = max(worst, ticks.Load()-at)
+	}
+	// Between the poke and this goroutine running, the worker ticked at
+	// most YieldEvery rooms (without yields: the rest of the phase, ~99).
+	if worst > rooms.YieldEvery {
+		t.Errorf("a goroutine readied at a burst's tick waited for %d more ticks; the worker yields every %d", worst, rooms.YieldEvery)
+	}
 }
