@@ -445,24 +445,23 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 		err, code = errNoWelcome, roomwire.CodeProtocolUnsupported
 		link.Disconnected(rooms.ReasonNetwork)
 	}
-	var msg []byte
 	if err != nil {
 		s.log.Debug("udp handshake refused", "code", roomwire.CodeName(code), "err", err) // never the token or key
 		em := s.cfg.Node.ErrorMsg(code)
-		msg = append([]byte(nil), em.Payload()...)
+		msg := append([]byte(nil), em.Payload()...)
 		em.Release()
 		s.m.hs[hsError].Inc()
 		if ss.kcp != nil {
 			_ = ss.kcp.Close()
 		}
-	} else {
-		msg = ss.welcome
+		ss.reply, err = ss.hsSeal.Seal(nil, roomudp.AppendReply(make([]byte, 0, roomudp.NonceSize+len(msg)), &ss.serverNonce, msg))
+		if err != nil {
+			return
+		}
+		s.out.pushRaw(s, ss.reply, from)
+	} else { // session.start queued the WELCOME's reply
 		ss.link, ss.d = link, s.cfg.Node.NewDispatcher(link)
 		s.m.hs[hsWelcome].Inc()
-	}
-	ss.reply, err = ss.hsSeal.Seal(nil, roomudp.AppendReply(make([]byte, 0, roomudp.NonceSize+len(msg)), &ss.serverNonce, msg))
-	if err != nil {
-		return
 	}
 	s.mu.Lock()
 	s.pending[key] = ss
@@ -471,7 +470,6 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 	}
 	s.m.sessions.Set(float64(len(s.sessions)))
 	s.mu.Unlock()
-	s.out.pushRaw(s, ss.reply, from)
 }
 
 var (

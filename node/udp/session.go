@@ -29,10 +29,9 @@ type session struct {
 	serverNonce [roomudp.NonceSize]byte
 	hsOpen      *sealed.Opener // handshake I2R: retransmitted HANDSHAKEs
 	hsSeal      *sealed.Sealer
-	reply       []byte // the HANDSHAKE REPLY datagram
+	reply       []byte // the HANDSHAKE REPLY datagram (a WELCOME's: queued by start)
 	created     time.Time
 	conv        uint32
-	welcome     []byte // WELCOME's payload, captured inside Seat
 	send        *sealed.Sealer
 	open        *sealed.Opener
 	kcp         *kcploop.Conv
@@ -70,13 +69,20 @@ func (ss *session) Send(m *rooms.Msg) bool {
 	return ss.sendPayload(p, roomudp.Unreliable(p, true))
 }
 
-// start captures WELCOME and opens the session's keys and KCP
-// conversation, so that a resume's catch-up can follow on KCP.
+// start captures WELCOME, opens the session's keys and KCP conversation,
+// so that a resume's catch-up can follow on KCP, and queues the HANDSHAKE
+// REPLY at once: what the room sends next on KCP (ROOM_STATE, a resume's
+// FRAME_BATCH) must leave after it, or the client, which cannot open a
+// SESSION datagram before the reply, would drop it and wait for KCP's
+// first retransmission.
 func (ss *session) start(welcome []byte) bool {
 	s := ss.s
-	ss.welcome = append([]byte(nil), welcome...)
 	ss.conv = binary.BigEndian.Uint32(welcome[1:5])
 	keys, err := roomudp.SessionKeys(&ss.sk, &ss.key.nonce, &ss.serverNonce)
+	if err != nil {
+		return false
+	}
+	reply, err := ss.hsSeal.Seal(nil, roomudp.AppendReply(make([]byte, 0, roomudp.NonceSize+len(welcome)), &ss.serverNonce, welcome))
 	if err != nil {
 		return false
 	}
@@ -88,6 +94,8 @@ func (ss *session) start(welcome []byte) bool {
 		return false
 	}
 	ss.kcp = c
+	ss.reply = reply
+	s.out.pushRaw(s, reply, ss.dest())
 	return true
 }
 

@@ -497,3 +497,42 @@ func TestInputsRepeatedUntilAcknowledged(t *testing.T) {
 		t.Fatalf("taken %v after invalid datagrams, want 3", taken)
 	}
 }
+
+// TestReplyBeforeKCP: the HANDSHAKE REPLY is the first datagram a
+// handshake gets, ahead of what the room sends on KCP while it seats the
+// session (ROOM_STATE; for a resume its FRAME_BATCH catch-up). A client
+// cannot open a SESSION datagram before the reply, so one sent ahead of
+// it would be lost, and what it carried would wait for KCP's first
+// retransmission (200 ms or more): every join and resume would start late.
+func TestReplyBeforeKCP(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-first", 1)
+	tk, kid, sk := e.ticket("r-first", 0)
+	first := func(c *client, hs []byte) {
+		t.Helper()
+		c.write(c.handshakeDatagram(hs))
+		d := c.read(5 * time.Second)
+		if d == nil {
+			t.Fatal("no answer")
+		}
+		if h, err := sealed.ParseHeader(d); err != nil || h.KeyID != roomudp.HandshakeKeyID {
+			t.Fatalf("first datagram has key id %d (%v), want the reply's (0)", h.KeyID, err)
+		}
+	}
+	c := e.newClient(kid, sk)
+	first(c, helloBytes(t, tk))
+
+	// A resume after frames were played: its catch-up follows the reply.
+	var w roomwire.Welcome // the retransmission gets the same reply
+	if err := w.Unmarshal(c.handshake(helloBytes(t, tk))); err != nil {
+		t.Fatal(err)
+	}
+	c.pingPong()
+	c.reliable(&roomwire.Ready{})
+	c.await(roomwire.TypeFrame)
+	hs, err := roomwire.AppendHandshake(nil, roomwire.KindResume, w.ResumeToken, &roomwire.Resume{ClientNonce: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first(e.newClient(kid, sk), hs)
+}
