@@ -66,5 +66,7 @@
 // switchboard_node_udp_dropped_total{reason} (the reasons of
 // rooms-udp.md §9, plus queue_full for the outgoing queue) and
 // switchboard_node_udp_handshakes_total{result} (welcome, error, resent).
-// The im.game.v1 message counters of package node count both transports.
+// The im.game.v1 message counters of package node (in, out, ERROR codes)
+// count both transports: sessions report what they send with
+// [node.Server.CountSent].
 package udp

@@ -354,7 +354,9 @@ func (r *reader) dispatch(ss *session, p []byte, unreliable bool) bool {
 		pong, fatal = ss.d.Dispatch(p)
 	}
 	if pong != nil {
-		ss.sendPayload(pong.Payload(), unreliable)
+		if ss.sendPayload(pong.Payload(), unreliable) {
+			r.s.cfg.Node.CountSent(pong.Payload())
+		}
 		pong.Release()
 	}
 	if fatal {
@@ -451,6 +453,7 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 		msg := append([]byte(nil), em.Payload()...)
 		em.Release()
 		s.m.hs[hsError].Inc()
+		s.cfg.Node.CountSent(msg)
 		if ss.kcp != nil {
 			_ = ss.kcp.Close()
 		}

@@ -58,15 +58,17 @@ type session struct {
 func (ss *session) Send(m *rooms.Msg) bool {
 	p := m.Payload()
 	if ss.seating.Load() && ss.kcp == nil {
-		if m.Type() != roomwire.TypeWelcome || len(p) < 5 {
+		if m.Type() != roomwire.TypeWelcome || len(p) < 5 || !ss.start(p) {
 			return false
 		}
-		return ss.start(p)
+		ss.s.cfg.Node.CountSent(p)
+		return true
 	}
-	if ss.isClosing() {
+	if ss.isClosing() || !ss.sendPayload(p, roomudp.Unreliable(p, true)) {
 		return false
 	}
-	return ss.sendPayload(p, roomudp.Unreliable(p, true))
+	ss.s.cfg.Node.CountSent(p)
+	return true
 }
 
 // start captures WELCOME, opens the session's keys and KCP conversation,
@@ -146,8 +148,8 @@ func (ss *session) Close(final *rooms.Msg) {
 	if ss.isClosing() {
 		return
 	}
-	if final != nil && ss.kcp != nil {
-		_ = ss.kcp.SendFlush(final.Payload())
+	if final != nil && ss.kcp != nil && ss.kcp.SendFlush(final.Payload()) == nil {
+		ss.s.cfg.Node.CountSent(final.Payload())
 	}
 	ss.markClosing(ss.s.cfg.Linger)
 }
@@ -159,8 +161,8 @@ func (ss *session) fail(code uint8) {
 		return
 	}
 	em := ss.s.cfg.Node.ErrorMsg(code)
-	if ss.kcp != nil {
-		_ = ss.kcp.SendFlush(em.Payload())
+	if ss.kcp != nil && ss.kcp.SendFlush(em.Payload()) == nil {
+		ss.s.cfg.Node.CountSent(em.Payload())
 	}
 	em.Release()
 	ss.mu.Lock()

@@ -57,6 +57,12 @@ func TestPlay(t *testing.T) {
 	if got := e.counter("switchboard_node_udp_sessions"); got != 1 {
 		t.Errorf("sessions: %v", got)
 	}
+	// The node's message counters count what went over UDP too.
+	for _, typ := range []string{"WELCOME", "PONG", "ROOM_STATE", "FRAME"} {
+		if got := e.counter("switchboard_node_messages_out_total", "type", typ); got < 1 {
+			t.Errorf("messages out %s: %v", typ, got)
+		}
+	}
 }
 
 // TestHandshakeRetransmitReplayForgery: a retransmitted HANDSHAKE gets the
@@ -193,6 +199,9 @@ func TestTicketMustMatchKey(t *testing.T) {
 	var em roomwire.Error
 	if err := em.Unmarshal(msg); err != nil || em.Code != roomwire.CodeTicketInvalid {
 		t.Fatalf("reply %x (%v), want ERROR 1", msg, err)
+	}
+	if got := e.counter("switchboard_node_errors_total", "code", "ticket_invalid"); got != 1 {
+		t.Errorf("errors ticket_invalid: %v, want 1", got)
 	}
 }
 
