@@ -46,7 +46,10 @@ type Config struct {
 	// deliver the final message.
 	Linger time.Duration
 	// MaxSessions and MaxPending bound the sessions and the handshakes
-	// not yet followed by a SESSION datagram.
+	// not yet followed by a SESSION datagram. MaxPending also bounds the
+	// refused handshakes remembered so that their retransmissions get the
+	// same ERROR; they never keep a new HANDSHAKE out, and beyond it a
+	// refused one is answered but not remembered.
 	MaxSessions, MaxPending int
 	// SendQueue is the most KCP segments queued or unacknowledged per
 	// session; a room message that finds it full drops the session.

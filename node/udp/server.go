@@ -43,6 +43,7 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[uint32]*session // by conv: seated sessions
 	pending  map[hsKey]*session  // by attempt: every session and refused handshake, until forgotten
+	refused  int                 // refused handshakes in pending, at most Config.MaxPending
 	closed   bool
 	pc       *net.UDPConn
 	cancel   context.CancelFunc
@@ -376,7 +377,9 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 	}
 	key := hsKey{kid: h.KeyID, nonce: h.ClientNonce}
 	s.mu.Lock()
-	prev, busy := s.pending[key], len(s.pending) >= s.cfg.MaxPending+s.cfg.MaxSessions
+	// Refused attempts do not count: anyone holding one C1's session key
+	// can make them with fresh nonces.
+	prev, busy := s.pending[key], len(s.pending)-s.refused >= s.cfg.MaxPending+s.cfg.MaxSessions
 	s.mu.Unlock()
 	if prev != nil {
 		// A retransmission: the same reply, once per accepted sequence.
@@ -397,7 +400,7 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 		s.m.hs[hsResent].Inc()
 		return
 	}
-	if busy || s.count() >= s.cfg.MaxPending+s.cfg.MaxSessions || (s.hsLim != nil && !s.hsLim.Allow()) {
+	if busy || (s.hsLim != nil && !s.hsLim.Allow()) {
 		r.drop(dropBusy)
 		return
 	}
@@ -467,10 +470,14 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 		s.m.hs[hsWelcome].Inc()
 	}
 	s.mu.Lock()
-	s.pending[key] = ss
-	if ss.link != nil {
+	switch {
+	case ss.link != nil:
+		s.pending[key] = ss
 		s.sessions[ss.conv] = ss
-	}
+	case s.refused < s.cfg.MaxPending: // remembered: its retransmissions get the same ERROR
+		s.pending[key] = ss
+		s.refused++
+	} // else a retransmission is handled afresh (and limited by hsLim)
 	s.m.sessions.Set(float64(len(s.sessions)))
 	s.mu.Unlock()
 }
@@ -479,12 +486,6 @@ var (
 	errFull      = errors.New("udp: too many sessions")
 	errNoWelcome = errors.New("udp: seated without a WELCOME")
 )
-
-func (s *Server) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.pending)
-}
 
 func (s *Server) fullSessions() bool {
 	s.mu.Lock()
@@ -498,6 +499,9 @@ func (s *Server) end(ss *session, reason string) {
 	s.mu.Lock()
 	if s.pending[ss.key] == ss {
 		delete(s.pending, ss.key)
+		if ss.link == nil {
+			s.refused--
+		}
 	}
 	if ss.link != nil && s.sessions[ss.conv] == ss {
 		delete(s.sessions, ss.conv)

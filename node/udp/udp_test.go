@@ -545,3 +545,30 @@ func TestReplyBeforeKCP(t *testing.T) {
 	}
 	first(e.newClient(kid, sk), hs)
 }
+
+// TestRefusedHandshakesDoNotFillTheNode: refused attempts (here a ticket
+// that is not the key's: ERROR 1) are remembered so that retransmissions
+// get the same ERROR, but only up to MaxPending of them, beside the
+// sessions: anyone holding one C1's session key can make them at will
+// with fresh nonces, and they used to fill the node's whole budget of
+// handshakes until every new HANDSHAKE was dropped as busy.
+func TestRefusedHandshakesDoNotFillTheNode(t *testing.T) {
+	e := newEnvWith(t, func(c *udp.Config) { c.MaxSessions, c.MaxPending = 1, 2 })
+	e.admit("r-fill", 1)
+	tk, _, _ := e.ticket("r-fill", 0)
+	_, kid2, sk2 := e.ticket("r-fill", 0)
+	for i := range 5 {
+		c := e.newClient(kid2, sk2) // a fresh nonce: a new attempt
+		var em roomwire.Error
+		if msg := c.handshake(helloBytes(t, tk)); em.Unmarshal(msg) != nil || em.Code != roomwire.CodeTicketInvalid {
+			t.Fatalf("attempt %d: reply %x, want ERROR 1", i, msg)
+		}
+	}
+	tk3, kid3, sk3 := e.ticket("r-fill", 0)
+	c := e.newClient(kid3, sk3)
+	c.write(c.handshakeDatagram(helloBytes(t, tk3)))
+	if c.readReply(2*time.Second) == nil {
+		t.Fatalf("a good HELLO got no reply after refused attempts (busy %v)",
+			e.counter("switchboard_node_udp_dropped_total", "reason", "busy"))
+	}
+}
