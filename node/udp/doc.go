@@ -24,9 +24,11 @@
 // answer to a datagram not yet tied to a session is the HANDSHAKE REPLY,
 // once per accepted sequence number, to a HANDSHAKE padded to 1200 bytes.
 // Until a seated session's first SESSION datagram arrives (it is then
-// established) the node sends it only KCP, whose retransmissions back
-// off; unreliable messages (FRAME, CUSTOM) are dropped as if lost, so a
-// HANDSHAKE from a forged or silent address gets no stream at tick rate.
+// established: the address is proven) the node sends it only the reply
+// and KCP, with a send window of 2 segments and at most 3 times the bytes
+// of the attempt's HANDSHAKEs; unreliable messages (FRAME, CUSTOM) are
+// dropped as if lost, so a HANDSHAKE from a forged or silent address gets
+// no stream at tick rate and no resume's catch-up.
 //
 // A session ends when it sends no authenticated datagram for
 // Config.IdleTimeout (the seat goes offline, reason timeout), when a

@@ -395,7 +395,7 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 			r.drop(dropInvalid)
 			return
 		}
-		prev.setAddr(from)
+		prev.resent(from, len(d))
 		s.out.pushRaw(s, prev.reply, from)
 		s.m.hs[hsResent].Inc()
 		return

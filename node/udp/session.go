@@ -49,6 +49,7 @@ type session struct {
 	heardAny    bool
 	lastHeard   time.Time
 	established bool      // a SESSION datagram arrived
+	budget      int       // bytes the node may still send while not established
 	closing     bool      // no more sends
 	closeAt     time.Time // forget then (zero: not closing)
 	reason      string    // the seat's offline reason when forgotten
@@ -90,19 +91,69 @@ func (ss *session) start(welcome []byte) bool {
 	}
 	ss.send, _ = sealed.NewSealer(keys.R2I[:], ss.conv)
 	ss.open, _ = sealed.NewOpener(keys.I2R[:], ss.conv)
-	c, err := s.loop.Open(ss.conv, s.conv, ss.output)
+	cfg := s.conv
+	cfg.SendWindow = unprovenWindow // until established: see heard
+	c, err := s.loop.Open(ss.conv, cfg, ss.output)
 	if err != nil {
 		s.log.Warn("udp: open KCP conversation", "err", err)
 		return false
 	}
 	ss.kcp = c
 	ss.reply = reply
-	s.out.pushRaw(s, reply, ss.dest())
+	ss.mu.Lock()
+	ss.budget = amplification*roomudp.HandshakeSize - len(reply)
+	to := ss.addr
+	ss.mu.Unlock()
+	s.out.pushRaw(s, reply, to)
 	return true
 }
 
+// Until a session is established (a SESSION datagram came: its client
+// holds the keys and can be answered), the HANDSHAKE's source address is
+// unproven: a replayed HANDSHAKE, or one sent by the token's holder with
+// a forged source, must not turn into a flood there. As QUIC does before
+// it validates an address (RFC 9000 §8), the node then sends at most
+// amplification times the HANDSHAKE bytes it got from the attempt, and
+// KCP's window is unprovenWindow segments, so that what waits behind it
+// (a resume's catch-up) leaves at once when the session is established
+// rather than after a retransmission timeout.
+const (
+	amplification  = 3
+	unprovenWindow = 2
+)
+
+// spend reports whether n more bytes may go to the session's address,
+// and takes them from the budget while it is not established.
+func (ss *session) spend(n int) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.established {
+		return true
+	}
+	if n > ss.budget {
+		return false
+	}
+	ss.budget -= n
+	return true
+}
+
+// resent records a retransmitted HANDSHAKE of n bytes from a, which gets
+// the reply again: the reply goes to a, and the budget grows by what a
+// sent, less the reply.
+func (ss *session) resent(a netip.AddrPort, n int) {
+	ss.mu.Lock()
+	ss.addr = a
+	ss.budget += amplification*n - len(ss.reply)
+	ss.mu.Unlock()
+}
+
 // output is the KCP conversation's OutputFunc.
+// Before the session is established it keeps to the budget: what it
+// drops, KCP sends again.
 func (ss *session) output(_ *kcploop.Conv, b []byte) {
+	if !ss.spend(len(b) + roomudp.SessionOverhead) {
+		return
+	}
 	ss.s.out.seal(ss.s, ss.send, roomudp.ChannelKCP, b, ss.dest())
 }
 
@@ -194,12 +245,6 @@ func (ss *session) isEstablished() bool {
 	return ss.established
 }
 
-func (ss *session) setAddr(a netip.AddrPort) {
-	ss.mu.Lock()
-	ss.addr = a
-	ss.mu.Unlock()
-}
-
 func (ss *session) dest() netip.AddrPort {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -214,9 +259,11 @@ func (ss *session) liveDest() (netip.AddrPort, bool) {
 }
 
 // heard records an authenticated SESSION datagram: the session is
-// established, alive, and moves to from when seq is the highest yet.
+// established, alive, and moves to from when seq is the highest yet. The
+// first one opens KCP's full window.
 func (ss *session) heard(seq uint64, from netip.AddrPort) {
 	ss.mu.Lock()
+	first := !ss.established
 	ss.established = true
 	ss.lastHeard = time.Now()
 	if !ss.heardAny || seq > ss.maxSeq {
@@ -224,6 +271,9 @@ func (ss *session) heard(seq uint64, from netip.AddrPort) {
 		ss.addr = from
 	}
 	ss.mu.Unlock()
+	if first && ss.kcp != nil {
+		_ = ss.kcp.SetSendWindow(roomudp.KCPWindow)
+	}
 }
 
 // due reports whether the janitor should forget ss now, and the seat's

@@ -572,3 +572,68 @@ func TestRefusedHandshakesDoNotFillTheNode(t *testing.T) {
 			e.counter("switchboard_node_udp_dropped_total", "reason", "busy"))
 	}
 }
+
+// TestUnprovenAddressGetsLittle: a HANDSHAKE's source address is not
+// proven until a SESSION datagram comes from the session: a HANDSHAKE
+// (replayed, or sent with a forged source by the token's holder) would
+// otherwise turn into a flood at that address. A RESUME's catch-up is the
+// largest case: one 1,200-byte HANDSHAKE made the node send a whole KCP
+// window (256 segments, about 300 KB) at once, and retransmit it for 10 s.
+// Until the session is established the node sends at most three times
+// what the address sent it (RFC 9000 §8); once it is, the rest follows.
+func TestUnprovenAddressGetsLittle(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-amp", 1)
+	tk, kid, sk := e.ticket("r-amp", 0)
+	c := e.newClient(kid, sk)
+	var w roomwire.Welcome
+	if err := w.Unmarshal(c.handshake(helloBytes(t, tk))); err != nil {
+		t.Fatal(err)
+	}
+	c.pingPong()
+	c.reliable(&roomwire.Ready{})
+	c.await(roomwire.TypeRoomState)
+	big := bytes.Repeat([]byte{0xab}, roomwire.MaxInputLen)
+	for seq := uint32(1); seq <= 60; seq++ { // about 60 frames of 128-byte inputs: a catch-up of 8 KB
+		c.inputs(seq, big)
+		c.await(roomwire.TypeFrame)
+	}
+
+	hs, err := roomwire.AppendHandshake(nil, roomwire.KindResume, w.ResumeToken, &roomwire.Resume{ClientNonce: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := e.newClient(kid, sk)
+	req := v.handshakeDatagram(hs)
+	v.write(req)
+	var reply []byte
+	total := 0
+	for d := v.read(time.Second); d != nil; d = v.read(time.Second) { // until KCP's backoff leaves a second's gap
+		if h, err := sealed.ParseHeader(d); err == nil && h.KeyID == roomudp.HandshakeKeyID && reply == nil {
+			reply = d
+		}
+		total += len(d)
+	}
+	if reply == nil {
+		t.Fatal("no reply")
+	}
+	if total > 3*len(req) {
+		t.Errorf("a silent address got %d bytes for one HANDSHAKE of %d", total, len(req))
+	}
+
+	// Once the session speaks, the catch-up follows.
+	p, _, err := v.hsOpen.Open(nil, reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, msg, err := roomudp.ParseReply(p)
+	if err != nil || roomwire.Type(msg[0]) != roomwire.TypeWelcome {
+		t.Fatalf("reply %x (%v)", msg, err)
+	}
+	v.start(sn, msg)
+	v.pingPong()
+	var fb roomwire.FrameBatch
+	if err := fb.Unmarshal(v.await(roomwire.TypeFrameBatch).msg); err != nil || len(fb.Frames) < 60 {
+		t.Fatalf("catch-up of %d frames (%v), want 60 or more", len(fb.Frames), err)
+	}
+}
