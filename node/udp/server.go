@@ -350,7 +350,7 @@ func (r *reader) dispatch(ss *session, p []byte, unreliable bool) bool {
 	var pong *rooms.Msg
 	var fatal bool
 	if p == nil {
-		pong, fatal = ss.d.Dispatch([]byte{byte(roomwire.TypeWelcome)}) // a node-to-client type: invalid
+		fatal = ss.d.Invalid()
 	} else {
 		pong, fatal = ss.d.Dispatch(p)
 	}

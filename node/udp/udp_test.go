@@ -505,6 +505,13 @@ func TestInputsRepeatedUntilAcknowledged(t *testing.T) {
 	if taken := counter("taken"); taken != 3 {
 		t.Fatalf("taken %v after invalid datagrams, want 3", taken)
 	}
+	// Counted as invalid messages, and as nothing else.
+	if got := e.counter("switchboard_node_messages_in_total", "type", "invalid"); got != 2 {
+		t.Errorf("messages in invalid: %v, want 2", got)
+	}
+	if got := e.counter("switchboard_node_messages_in_total", "type", "WELCOME"); got != 0 {
+		t.Errorf("messages in WELCOME: %v, want 0", got)
+	}
 }
 
 // TestReplyBeforeKCP: the HANDSHAKE REPLY is the first datagram a
