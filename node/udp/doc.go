@@ -43,7 +43,9 @@
 //
 // Config.MaxSessions sessions and Config.MaxPending handshakes; per
 // session KCP's windows (roomudp.KCPWindow), Config.SendQueue segments
-// queued, messages in of at most node.DefaultReadLimit bytes; one outgoing
+// queued, messages in of at most node.DefaultReadLimit bytes, and a read
+// budget of Config.ReadRate bytes a second (authenticated datagrams
+// beyond it are dropped, reason rate); one outgoing
 // queue of Config.OutQueue datagrams shared by all sessions (a datagram
 // that finds it full is dropped and counted; KCP retransmits its own).
 //
@@ -66,7 +68,7 @@
 // switchboard_node_udp_datagrams_in_total, switchboard_node_udp_datagrams_out_total,
 // switchboard_node_udp_write_batches_total,
 // switchboard_node_udp_dropped_total{reason} (the reasons of
-// rooms-udp.md §9, plus queue_full for the outgoing queue) and
+// rooms-udp.md §9, queue_full for the outgoing queue among them) and
 // switchboard_node_udp_handshakes_total{result} (welcome, error, resent).
 // The im.game.v1 message counters of package node (in, out, ERROR codes)
 // count both transports: sessions report what they send with

@@ -259,6 +259,10 @@ func (r *reader) session(d []byte, from netip.AddrPort) {
 		return
 	}
 	ss.heard(seq, from)
+	if !ss.lim.AllowN(time.Now(), len(d)) { // after authentication: a forger cannot spend it
+		r.drop(dropRate)
+		return
+	}
 	ch, body, err := roomudp.ParseSession(p)
 	if err != nil {
 		r.drop(dropInvalid)
@@ -421,7 +425,8 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 		r.drop(dropInvalid)
 		return
 	}
-	ss := &session{s: s, key: key, sk: sk, hsOpen: hsOpen, created: time.Now(), addr: from}
+	ss := &session{s: s, key: key, sk: sk, hsOpen: hsOpen, created: time.Now(), addr: from,
+		lim: rate.NewLimiter(rate.Limit(s.cfg.ReadRate), s.cfg.ReadBurst)}
 	if _, err := rand.Read(ss.serverNonce[:]); err != nil {
 		r.drop(dropBusy)
 		return

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/switchboardgg/switchboard/internal/kcploop"
 	"github.com/switchboardgg/switchboard/internal/sealed"
 	"github.com/switchboardgg/switchboard/internal/udpio"
@@ -37,6 +39,7 @@ type session struct {
 	kcp         *kcploop.Conv
 	link        *rooms.Link
 	d           *node.Dispatcher // the reader's only
+	lim         *rate.Limiter    // the read budget: the reader's only
 
 	seating atomic.Bool // inside Seat: WELCOME is captured, not sent
 	// inSeq is the highest INPUTS sequence number taken (the reader

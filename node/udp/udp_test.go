@@ -644,3 +644,26 @@ func TestUnprovenAddressGetsLittle(t *testing.T) {
 		t.Fatalf("catch-up of %d frames (%v), want 60 or more", len(fb.Frames), err)
 	}
 }
+
+// TestReadRate: a session's authenticated datagrams beyond its read
+// budget (Config.ReadRate, ReadBurst: the WebSocket connection's) are
+// dropped, counted rate, and not answered: one player's PINGs, or any
+// datagram the node answers one for one, cannot fill the outgoing queue
+// that every session shares.
+func TestReadRate(t *testing.T) {
+	e := newEnvWith(t, func(c *udp.Config) { c.ReadRate, c.ReadBurst = 1, roomudp.MaxDatagram })
+	e.admit("r-rate", 1)
+	tk, kid, sk := e.ticket("r-rate", 0)
+	c := e.newClient(kid, sk)
+	c.handshake(helloBytes(t, tk))
+	c.pingPong()
+	for range 100 { // 43 bytes each: the burst of 1,472 lets about 30 through
+		c.unreliable(&roomwire.Ping{ClientMS: 3})
+	}
+	waitFor(t, "rate drops", func() bool {
+		return e.counter("switchboard_node_udp_dropped_total", "reason", "rate") >= 60
+	})
+	if n := e.counter("switchboard_node_messages_in_total", "type", "PING"); n > 40 {
+		t.Errorf("%v PINGs reached the room's dispatcher, want at most 40", n)
+	}
+}
