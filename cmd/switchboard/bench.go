@@ -35,9 +35,9 @@ CPU. --transport udp uses the encrypted UDP channel (bots share sockets with
 batched I/O, and never fall back to WebSocket); --loss and --jitter then drop
 and delay its datagrams both ways through an impairment proxy in front of the
 node. switchboard dev allows one machine thousands of logins a second; a
-server started with serve control needs --login-rate -1 for that. It exits
-non-zero when a player failed to join or play, or frames arrived out of
-order, and prints the reasons, counted. See docs/benchmarks.md.`,
+server started with serve control needs --login-rate -1 for that. It exits non-zero when a player failed to join or play,
+or frames arrived out of order, and prints the reasons, counted. See
+docs/benchmarks.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			api, key, err := af.resolve()
