@@ -63,8 +63,9 @@ type Config struct {
 	// HandshakeRate and HandshakeBurst bound the new HANDSHAKEs a second
 	// whose keys the node derives (retransmissions of a known attempt do
 	// not count); beyond them HANDSHAKEs are dropped (busy). Deriving a
-	// bogus one's keys costs about 25 µs, so the default caps what a
-	// flood of them takes at an eighth of a core.
+	// bogus one's keys and failing to open it costs about 7 µs
+	// (BenchmarkDropHandshake, a shared 2-core machine), so the default
+	// caps what a flood of them takes at a few percent of a core.
 	HandshakeRate, HandshakeBurst int
 	// ReadRate and ReadBurst are the bytes per second a session may send
 	// on average, and at once, as a WebSocket connection's read budget:
