@@ -1,5 +1,7 @@
 package api
 
+import "log/slog"
+
 // JoinRequest is the body of C1, POST /client/v1/game/rooms/{room_id}/join.
 type JoinRequest struct {
 	ClientSessionID string `json:"client_session_id"`
@@ -39,6 +41,10 @@ type Connect struct {
 func (c Connect) String() string {
 	return "{node " + c.NodeID + " ws " + c.WSURL + " udp " + c.UDP + " transport " + c.Transport + "}"
 }
+
+// LogValue keeps them out of structured logs too: slog's JSON handler
+// would otherwise print every field.
+func (c Connect) LogValue() slog.Value { return slog.StringValue(c.String()) }
 
 // JoinResponse is the answer of C1: 201 for a new seat, 200 for the seat
 // this login session already held.

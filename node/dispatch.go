@@ -36,10 +36,7 @@ type Dispatcher struct {
 // closes the connection with ERROR 6. Unknown types are ignored.
 func (d *Dispatcher) Dispatch(p []byte) (pong *rooms.Msg, fatal bool) {
 	m := d.s.m
-	if !d.spoke {
-		d.spoke = true
-		d.s.resumes.confirm(d.link)
-	}
+	d.spokeOnce()
 	t, err := roomwire.Peek(p)
 	if errors.Is(err, roomwire.ErrUnknownType) {
 		m.in[p[0]].Inc() // ignored; neither valid nor invalid
@@ -93,4 +90,24 @@ func (d *Dispatcher) Dispatch(p []byte) (pong *rooms.Msg, fatal bool) {
 	m.invalidMsgs.Inc()
 	d.invalid++
 	return pong, d.invalid >= invalidLimit
+}
+
+// Invalid counts one invalid message that never reached Dispatch, because
+// the transport's framing around it was malformed (node/udp: an INPUTS
+// body that does not check, a FRAME from a client), exactly as Dispatch
+// counts an undecodable one; it reports fatal as Dispatch does.
+func (d *Dispatcher) Invalid() (fatal bool) {
+	d.spokeOnce()
+	d.s.m.invalidMsgs.Inc()
+	d.invalid++
+	return d.invalid >= invalidLimit
+}
+
+// spokeOnce confirms, at the connection's first message, that its client
+// holds this connection's WELCOME.
+func (d *Dispatcher) spokeOnce() {
+	if !d.spoke {
+		d.spoke = true
+		d.s.resumes.confirm(d.link)
+	}
 }

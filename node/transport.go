@@ -31,3 +31,17 @@ func (s *Server) NewDispatcher(link *rooms.Link) *Dispatcher {
 func (s *Server) ErrorMsg(code uint8) *rooms.Msg {
 	return s.engine.ErrorMsg(code, "", nil)
 }
+
+// CountSent counts p, one im.game.v1 message (type byte first) another
+// transport sent, in switchboard_node_messages_out_total and, for an
+// ERROR, switchboard_node_errors_total, as the WebSocket writer counts
+// what it writes. It allocates nothing.
+func (s *Server) CountSent(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	s.m.out[p[0]].Inc()
+	if roomwire.Type(p[0]) == roomwire.TypeError && len(p) > 1 {
+		s.m.errs[p[1]].Inc()
+	}
+}

@@ -1,11 +1,13 @@
 package rooms
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -184,6 +186,22 @@ func TestUDPOnly(t *testing.T) {
 		_, err := c.Connect(t.Context(), "rank-8812", JoinOptions{})
 		if !errors.Is(err, ErrUDPUnavailable) {
 			t.Fatalf("Connect: %v, want ErrUDPUnavailable", err)
+		}
+		node.expectNoConn()
+	})
+	t.Run("context ends first", func(t *testing.T) {
+		// The caller's deadline comes before HandshakeTimeout: the error
+		// still says that UDP got no answer, and from where.
+		c, fc, node, _, _ := setupUDP(t, func(cfg *Config) { cfg.Transport = TransportUDP })
+		hole := blackHole(t)
+		fc.mu.Lock()
+		fc.udp["udp"] = hole
+		fc.mu.Unlock()
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		_, err := c.Connect(ctx, "rank-8812", JoinOptions{})
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "udp handshake with "+hole+": no answer") {
+			t.Fatalf("Connect: %v, want a deadline naming the UDP address %s that gave no answer", err, hole)
 		}
 		node.expectNoConn()
 	})

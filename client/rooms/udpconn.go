@@ -178,8 +178,8 @@ func handshakeUDP(ctx context.Context, cfg *Config, sock *UDPSocket, t *udpTarge
 		case <-tick.C:
 		case <-giveUp.C:
 			return nil, nil, fmt.Errorf("udp handshake with %s: %w after %v", t.addr, errUDPNoAnswer, wait)
-		case <-ctx.Done():
-			return nil, nil, fmt.Errorf("udp handshake: %w", ctx.Err())
+		case <-ctx.Done(): // say so: a bare "context deadline exceeded" hides that UDP got no answer
+			return nil, nil, fmt.Errorf("udp handshake with %s: no answer before the context ended: %w", t.addr, ctx.Err())
 		}
 	}
 	serverNonce, msg, err := roomudp.ParseReply(reply)

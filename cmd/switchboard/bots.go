@@ -27,9 +27,9 @@ func newBotsCmd() *cobra.Command {
 		Short: "Join bots to a room: each sends an input every frame and checks frame order",
 		Long: `bots joins -n bots to the room as players, each in a free seat: each says
 READY, sends an input every frame and checks that frames arrive in order,
-until --duration passes, the command is interrupted or the room is closed. It prints progress every second, and
-exits non-zero when a bot failed (the reasons are printed, counted) or frames
-arrived out of order.
+until --duration passes, the command is interrupted or the room is closed. It
+prints progress every second, and exits non-zero when a bot failed (the
+reasons are printed, counted) or frames arrived out of order.
 
 --transport auto (the SDK's default) uses the encrypted UDP channel when the
 node offers it and falls back to WebSocket when UDP gets no answer; udp uses

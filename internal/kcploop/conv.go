@@ -131,6 +131,25 @@ func (c *Conv) Flush() error {
 	return nil
 }
 
+// SetSendWindow changes the send window to n segments (1 to MaxWindow)
+// and flushes at once, so that what a larger window lets out leaves now.
+// A transport opens a conversation with a small window while its peer's
+// address is unproven and widens it once the peer has answered. It
+// returns [ErrInvalidConfig] for n out of range and [ErrClosed].
+func (c *Conv) SetSendWindow(n int) error {
+	if n < 1 || n > MaxWindow {
+		return ErrInvalidConfig
+	}
+	if err := c.lock(); err != nil {
+		return err
+	}
+	defer c.mu.Unlock()
+	c.kcp.WndSize(n, 0) // 0: the receive window stays
+	kcpFlush(c.kcp, kcp.IKCP_FLUSH_FULL)
+	c.dirty = false
+	return nil
+}
+
 // Recv copies the next whole message into buf and returns its length.
 // It does not block: it returns [ErrNoMessage] when none is waiting,
 // [ErrShortBuffer] when buf is too short (the message stays), or

@@ -139,3 +139,40 @@ func TestIdleConversationsLeaveTheWheel(t *testing.T) {
 		t.Fatalf("%d on the wheel once all is acknowledged, want 0", n)
 	}
 }
+
+// A send window of one segment lets one message out; widening it sends
+// the rest at once.
+func TestSetSendWindow(t *testing.T) {
+	p := newPair(t)
+	kcploop.Tick(p.l)
+	if err := p.a.SetSendWindow(1); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"one", "two", "three"} {
+		if err := p.a.SendFlush([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recv := func() (got []string) {
+		p.deliver(t)
+		for {
+			n, err := p.b.Recv(p.recv)
+			if err != nil {
+				return got
+			}
+			got = append(got, string(p.recv[:n]))
+		}
+	}
+	if got := recv(); len(got) != 1 || got[0] != "one" {
+		t.Fatalf("window 1: received %q, want [one]", got)
+	}
+	if err := p.a.SetSendWindow(8); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(); len(got) != 2 || got[0] != "two" || got[1] != "three" {
+		t.Fatalf("window 8: received %q, want [two three]", got)
+	}
+	if err := p.a.SetSendWindow(0); !errors.Is(err, kcploop.ErrInvalidConfig) {
+		t.Fatalf("window 0: %v, want ErrInvalidConfig", err)
+	}
+}

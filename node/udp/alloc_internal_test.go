@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/time/rate"
 
 	"github.com/switchboardgg/switchboard/internal/sealed"
 	"github.com/switchboardgg/switchboard/protocol/roomudp"
@@ -30,7 +31,7 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	}
 
 	open, _ := sealed.NewOpener(key, 7)
-	ss := &session{s: s, open: open}
+	ss := &session{s: s, open: open, lim: rate.NewLimiter(rate.Inf, DefaultReadBurst)}
 	s.sessions[7] = ss
 	r := &reader{s: s, plain: make([]byte, roomudp.MaxDatagram)}
 	d, _ := seal.Seal(nil, []byte{roomudp.ChannelMessage, 0x50})

@@ -24,6 +24,10 @@ const (
 	DefaultOutQueue         = 4096
 	DefaultHandshakeRate    = 5000
 	DefaultHandshakeBurst   = 500
+	// DefaultReadRate and DefaultReadBurst are a WebSocket connection's
+	// read budget (node.DefaultReadRate, node.DefaultReadBurst).
+	DefaultReadRate  = node.DefaultReadRate
+	DefaultReadBurst = node.DefaultReadBurst
 )
 
 // Config configures a [Server]. Node and Signer are required; every other
@@ -46,7 +50,10 @@ type Config struct {
 	// deliver the final message.
 	Linger time.Duration
 	// MaxSessions and MaxPending bound the sessions and the handshakes
-	// not yet followed by a SESSION datagram.
+	// not yet followed by a SESSION datagram. MaxPending also bounds the
+	// refused handshakes remembered so that their retransmissions get the
+	// same ERROR; they never keep a new HANDSHAKE out, and beyond it a
+	// refused one is answered but not remembered.
 	MaxSessions, MaxPending int
 	// SendQueue is the most KCP segments queued or unacknowledged per
 	// session; a room message that finds it full drops the session.
@@ -56,9 +63,17 @@ type Config struct {
 	// HandshakeRate and HandshakeBurst bound the new HANDSHAKEs a second
 	// whose keys the node derives (retransmissions of a known attempt do
 	// not count); beyond them HANDSHAKEs are dropped (busy). Deriving a
-	// bogus one's keys costs about 25 µs, so the default caps what a
-	// flood of them takes at an eighth of a core.
+	// bogus one's keys and failing to open it costs about 7 µs
+	// (BenchmarkDropHandshake, a shared 2-core machine), so the default
+	// caps what a flood of them takes at a few percent of a core.
 	HandshakeRate, HandshakeBurst int
+	// ReadRate and ReadBurst are the bytes per second a session may send
+	// on average, and at once, as a WebSocket connection's read budget:
+	// authenticated datagrams beyond them are dropped (reason rate), so
+	// that one client cannot make the node answer it at line rate (a
+	// PONG per PING, a KCP acknowledgement per segment) into the
+	// outgoing queue all sessions share.
+	ReadRate, ReadBurst int
 	// Batch is the most datagrams per read or write system call; zero
 	// means udpio.DefaultBatch.
 	Batch int
@@ -87,6 +102,8 @@ func (c Config) withDefaults() (Config, error) {
 	set(&c.OutQueue, DefaultOutQueue)
 	set(&c.HandshakeRate, DefaultHandshakeRate)
 	set(&c.HandshakeBurst, DefaultHandshakeBurst)
+	set(&c.ReadRate, DefaultReadRate)
+	set(&c.ReadBurst, DefaultReadBurst)
 	setD(&c.IdleTimeout, DefaultIdleTimeout)
 	setD(&c.HandshakeTimeout, DefaultHandshakeTimeout)
 	setD(&c.Linger, DefaultLinger)
@@ -101,8 +118,10 @@ func (c Config) withDefaults() (Config, error) {
 	case c.IdleTimeout < 0 || c.HandshakeTimeout < 0 || c.Linger < 0:
 		return c, fmt.Errorf("udp: negative timeout: %w", ErrConfig)
 	case c.MaxSessions < 1 || c.MaxPending < 1 || c.SendQueue < 1 || c.OutQueue < 1 || c.Batch < 0 ||
-		c.HandshakeRate < 1 || c.HandshakeBurst < 1:
+		c.HandshakeRate < 1 || c.HandshakeBurst < 1 || c.ReadRate < 1:
 		return c, fmt.Errorf("udp: a limit below 1: %w", ErrConfig)
+	case c.ReadBurst < roomudp.MaxDatagram:
+		return c, fmt.Errorf("udp: ReadBurst %d below the largest datagram (%d): %w", c.ReadBurst, roomudp.MaxDatagram, ErrConfig)
 	}
 	return c, nil
 }

@@ -24,9 +24,11 @@
 // answer to a datagram not yet tied to a session is the HANDSHAKE REPLY,
 // once per accepted sequence number, to a HANDSHAKE padded to 1200 bytes.
 // Until a seated session's first SESSION datagram arrives (it is then
-// established) the node sends it only KCP, whose retransmissions back
-// off; unreliable messages (FRAME, CUSTOM) are dropped as if lost, so a
-// HANDSHAKE from a forged or silent address gets no stream at tick rate.
+// established: the address is proven) the node sends it only the reply
+// and KCP, with a send window of 2 segments and at most 3 times the bytes
+// of the attempt's HANDSHAKEs; unreliable messages (FRAME, CUSTOM) are
+// dropped as if lost, so a HANDSHAKE from a forged or silent address gets
+// no stream at tick rate and no resume's catch-up.
 //
 // A session ends when it sends no authenticated datagram for
 // Config.IdleTimeout (the seat goes offline, reason timeout), when a
@@ -41,7 +43,9 @@
 //
 // Config.MaxSessions sessions and Config.MaxPending handshakes; per
 // session KCP's windows (roomudp.KCPWindow), Config.SendQueue segments
-// queued, messages in of at most node.DefaultReadLimit bytes; one outgoing
+// queued, messages in of at most node.DefaultReadLimit bytes, and a read
+// budget of Config.ReadRate bytes a second (authenticated datagrams
+// beyond it are dropped, reason rate); one outgoing
 // queue of Config.OutQueue datagrams shared by all sessions (a datagram
 // that finds it full is dropped and counted; KCP retransmits its own).
 //
@@ -64,7 +68,9 @@
 // switchboard_node_udp_datagrams_in_total, switchboard_node_udp_datagrams_out_total,
 // switchboard_node_udp_write_batches_total,
 // switchboard_node_udp_dropped_total{reason} (the reasons of
-// rooms-udp.md §9, plus queue_full for the outgoing queue) and
+// rooms-udp.md §9, queue_full for the outgoing queue among them) and
 // switchboard_node_udp_handshakes_total{result} (welcome, error, resent).
-// The im.game.v1 message counters of package node count both transports.
+// The im.game.v1 message counters of package node (in, out, ERROR codes)
+// count both transports: sessions report what they send with
+// [node.Server.CountSent].
 package udp

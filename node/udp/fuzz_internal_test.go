@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/time/rate"
+
 	"github.com/switchboardgg/switchboard/internal/kcploop"
 	"github.com/switchboardgg/switchboard/internal/sealed"
 	"github.com/switchboardgg/switchboard/protocol/roomudp"
@@ -66,7 +68,7 @@ func FuzzHandle(f *testing.F) {
 		s.out.init(4)
 		open, _ := sealed.NewOpener(key, 7)
 		home := netip.MustParseAddrPort("127.0.0.1:1")
-		ss := &session{s: s, open: open, send: seal, conv: 7, addr: home}
+		ss := &session{s: s, open: open, send: seal, conv: 7, addr: home, lim: rate.NewLimiter(rate.Inf, 0)}
 		ss.kcp, err = loop.Open(7, kcploop.ConvConfig{}, func(*kcploop.Conv, []byte) {})
 		if err != nil {
 			t.Fatal(err)

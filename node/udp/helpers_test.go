@@ -79,7 +79,7 @@ func newEnvWith(t *testing.T, tweak func(*udp.Config)) *env {
 		t.Fatal(err)
 	}
 	e.addr = pc.LocalAddr().(*net.UDPAddr)
-	srv, err := node.New(node.Config{ID: "node-test", Logger: discard, DB: e.db, Backbone: e.bb, Signer: e.signer, UDPAddr: e.addr.String()})
+	srv, err := node.New(node.Config{ID: "node-test", Logger: discard, DB: e.db, Backbone: e.bb, Signer: e.signer, UDPAddr: e.addr.String(), Registerer: e.reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,10 @@ const (
 	dropInvalid    = "invalid"
 	dropBusy       = "busy"
 	dropQueueFull  = "queue_full"
+	dropRate       = "rate"
 )
 
-var dropReasons = []string{dropShort, dropKind, dropSize, dropUnknownKey, dropAuth, dropReplay, dropInvalid, dropBusy, dropQueueFull}
+var dropReasons = []string{dropShort, dropKind, dropSize, dropUnknownKey, dropAuth, dropReplay, dropInvalid, dropBusy, dropQueueFull, dropRate}
 
 // Handshake results, the label values of switchboard_node_udp_handshakes_total.
 const (

@@ -43,6 +43,7 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[uint32]*session // by conv: seated sessions
 	pending  map[hsKey]*session  // by attempt: every session and refused handshake, until forgotten
+	refused  int                 // refused handshakes in pending, at most Config.MaxPending
 	closed   bool
 	pc       *net.UDPConn
 	cancel   context.CancelFunc
@@ -258,6 +259,10 @@ func (r *reader) session(d []byte, from netip.AddrPort) {
 		return
 	}
 	ss.heard(seq, from)
+	if !ss.lim.AllowN(time.Now(), len(d)) { // after authentication: a forger cannot spend it
+		r.drop(dropRate)
+		return
+	}
 	ch, body, err := roomudp.ParseSession(p)
 	if err != nil {
 		r.drop(dropInvalid)
@@ -349,12 +354,14 @@ func (r *reader) dispatch(ss *session, p []byte, unreliable bool) bool {
 	var pong *rooms.Msg
 	var fatal bool
 	if p == nil {
-		pong, fatal = ss.d.Dispatch([]byte{byte(roomwire.TypeWelcome)}) // a node-to-client type: invalid
+		fatal = ss.d.Invalid()
 	} else {
 		pong, fatal = ss.d.Dispatch(p)
 	}
 	if pong != nil {
-		ss.sendPayload(pong.Payload(), unreliable)
+		if ss.sendPayload(pong.Payload(), unreliable) {
+			r.s.cfg.Node.CountSent(pong.Payload())
+		}
 		pong.Release()
 	}
 	if fatal {
@@ -374,7 +381,9 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 	}
 	key := hsKey{kid: h.KeyID, nonce: h.ClientNonce}
 	s.mu.Lock()
-	prev, busy := s.pending[key], len(s.pending) >= s.cfg.MaxPending+s.cfg.MaxSessions
+	// Refused attempts do not count: anyone holding one C1's session key
+	// can make them with fresh nonces.
+	prev, busy := s.pending[key], len(s.pending)-s.refused >= s.cfg.MaxPending+s.cfg.MaxSessions
 	s.mu.Unlock()
 	if prev != nil {
 		// A retransmission: the same reply, once per accepted sequence.
@@ -390,12 +399,12 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 			r.drop(dropInvalid)
 			return
 		}
-		prev.setAddr(from)
+		prev.resent(from, len(d))
 		s.out.pushRaw(s, prev.reply, from)
 		s.m.hs[hsResent].Inc()
 		return
 	}
-	if busy || s.count() >= s.cfg.MaxPending+s.cfg.MaxSessions || (s.hsLim != nil && !s.hsLim.Allow()) {
+	if busy || (s.hsLim != nil && !s.hsLim.Allow()) {
 		r.drop(dropBusy)
 		return
 	}
@@ -416,7 +425,8 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 		r.drop(dropInvalid)
 		return
 	}
-	ss := &session{s: s, key: key, sk: sk, hsOpen: hsOpen, created: time.Now(), addr: from}
+	ss := &session{s: s, key: key, sk: sk, hsOpen: hsOpen, created: time.Now(), addr: from,
+		lim: rate.NewLimiter(rate.Limit(s.cfg.ReadRate), s.cfg.ReadBurst)}
 	if _, err := rand.Read(ss.serverNonce[:]); err != nil {
 		r.drop(dropBusy)
 		return
@@ -445,45 +455,42 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 		err, code = errNoWelcome, roomwire.CodeProtocolUnsupported
 		link.Disconnected(rooms.ReasonNetwork)
 	}
-	var msg []byte
 	if err != nil {
 		s.log.Debug("udp handshake refused", "code", roomwire.CodeName(code), "err", err) // never the token or key
 		em := s.cfg.Node.ErrorMsg(code)
-		msg = append([]byte(nil), em.Payload()...)
+		msg := append([]byte(nil), em.Payload()...)
 		em.Release()
 		s.m.hs[hsError].Inc()
+		s.cfg.Node.CountSent(msg)
 		if ss.kcp != nil {
 			_ = ss.kcp.Close()
 		}
-	} else {
-		msg = ss.welcome
+		ss.reply, err = ss.hsSeal.Seal(nil, roomudp.AppendReply(make([]byte, 0, roomudp.NonceSize+len(msg)), &ss.serverNonce, msg))
+		if err != nil {
+			return
+		}
+		s.out.pushRaw(s, ss.reply, from)
+	} else { // session.start queued the WELCOME's reply
 		ss.link, ss.d = link, s.cfg.Node.NewDispatcher(link)
 		s.m.hs[hsWelcome].Inc()
 	}
-	ss.reply, err = ss.hsSeal.Seal(nil, roomudp.AppendReply(make([]byte, 0, roomudp.NonceSize+len(msg)), &ss.serverNonce, msg))
-	if err != nil {
-		return
-	}
 	s.mu.Lock()
-	s.pending[key] = ss
-	if ss.link != nil {
+	switch {
+	case ss.link != nil:
+		s.pending[key] = ss
 		s.sessions[ss.conv] = ss
-	}
+	case s.refused < s.cfg.MaxPending: // remembered: its retransmissions get the same ERROR
+		s.pending[key] = ss
+		s.refused++
+	} // else a retransmission is handled afresh (and limited by hsLim)
 	s.m.sessions.Set(float64(len(s.sessions)))
 	s.mu.Unlock()
-	s.out.pushRaw(s, ss.reply, from)
 }
 
 var (
 	errFull      = errors.New("udp: too many sessions")
 	errNoWelcome = errors.New("udp: seated without a WELCOME")
 )
-
-func (s *Server) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.pending)
-}
 
 func (s *Server) fullSessions() bool {
 	s.mu.Lock()
@@ -497,6 +504,9 @@ func (s *Server) end(ss *session, reason string) {
 	s.mu.Lock()
 	if s.pending[ss.key] == ss {
 		delete(s.pending, ss.key)
+		if ss.link == nil {
+			s.refused--
+		}
 	}
 	if ss.link != nil && s.sessions[ss.conv] == ss {
 		delete(s.sessions, ss.conv)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/switchboardgg/switchboard/internal/kcploop"
 	"github.com/switchboardgg/switchboard/internal/sealed"
 	"github.com/switchboardgg/switchboard/internal/udpio"
@@ -29,15 +31,15 @@ type session struct {
 	serverNonce [roomudp.NonceSize]byte
 	hsOpen      *sealed.Opener // handshake I2R: retransmitted HANDSHAKEs
 	hsSeal      *sealed.Sealer
-	reply       []byte // the HANDSHAKE REPLY datagram
+	reply       []byte // the HANDSHAKE REPLY datagram (a WELCOME's: queued by start)
 	created     time.Time
 	conv        uint32
-	welcome     []byte // WELCOME's payload, captured inside Seat
 	send        *sealed.Sealer
 	open        *sealed.Opener
 	kcp         *kcploop.Conv
 	link        *rooms.Link
 	d           *node.Dispatcher // the reader's only
+	lim         *rate.Limiter    // the read budget: the reader's only
 
 	seating atomic.Bool // inside Seat: WELCOME is captured, not sent
 	// inSeq is the highest INPUTS sequence number taken (the reader
@@ -50,6 +52,7 @@ type session struct {
 	heardAny    bool
 	lastHeard   time.Time
 	established bool      // a SESSION datagram arrived
+	budget      int       // bytes the node may still send while not established
 	closing     bool      // no more sends
 	closeAt     time.Time // forget then (zero: not closing)
 	reason      string    // the seat's offline reason when forgotten
@@ -59,40 +62,101 @@ type session struct {
 func (ss *session) Send(m *rooms.Msg) bool {
 	p := m.Payload()
 	if ss.seating.Load() && ss.kcp == nil {
-		if m.Type() != roomwire.TypeWelcome || len(p) < 5 {
+		if m.Type() != roomwire.TypeWelcome || len(p) < 5 || !ss.start(p) {
 			return false
 		}
-		return ss.start(p)
+		ss.s.cfg.Node.CountSent(p)
+		return true
 	}
-	if ss.isClosing() {
+	if ss.isClosing() || !ss.sendPayload(p, roomudp.Unreliable(p, true)) {
 		return false
 	}
-	return ss.sendPayload(p, roomudp.Unreliable(p, true))
+	ss.s.cfg.Node.CountSent(p)
+	return true
 }
 
-// start captures WELCOME and opens the session's keys and KCP
-// conversation, so that a resume's catch-up can follow on KCP.
+// start captures WELCOME, opens the session's keys and KCP conversation,
+// so that a resume's catch-up can follow on KCP, and queues the HANDSHAKE
+// REPLY at once: what the room sends next on KCP (ROOM_STATE, a resume's
+// FRAME_BATCH) must leave after it, or the client, which cannot open a
+// SESSION datagram before the reply, would drop it and wait for KCP's
+// first retransmission.
 func (ss *session) start(welcome []byte) bool {
 	s := ss.s
-	ss.welcome = append([]byte(nil), welcome...)
 	ss.conv = binary.BigEndian.Uint32(welcome[1:5])
 	keys, err := roomudp.SessionKeys(&ss.sk, &ss.key.nonce, &ss.serverNonce)
 	if err != nil {
 		return false
 	}
+	reply, err := ss.hsSeal.Seal(nil, roomudp.AppendReply(make([]byte, 0, roomudp.NonceSize+len(welcome)), &ss.serverNonce, welcome))
+	if err != nil {
+		return false
+	}
 	ss.send, _ = sealed.NewSealer(keys.R2I[:], ss.conv)
 	ss.open, _ = sealed.NewOpener(keys.I2R[:], ss.conv)
-	c, err := s.loop.Open(ss.conv, s.conv, ss.output)
+	cfg := s.conv
+	cfg.SendWindow = unprovenWindow // until established: see heard
+	c, err := s.loop.Open(ss.conv, cfg, ss.output)
 	if err != nil {
 		s.log.Warn("udp: open KCP conversation", "err", err)
 		return false
 	}
 	ss.kcp = c
+	ss.reply = reply
+	ss.mu.Lock()
+	ss.budget = amplification*roomudp.HandshakeSize - len(reply)
+	to := ss.addr
+	ss.mu.Unlock()
+	s.out.pushRaw(s, reply, to)
 	return true
 }
 
+// Until a session is established (a SESSION datagram came: its client
+// holds the keys and can be answered), the HANDSHAKE's source address is
+// unproven: a replayed HANDSHAKE, or one sent by the token's holder with
+// a forged source, must not turn into a flood there. As QUIC does before
+// it validates an address (RFC 9000 §8), the node then sends at most
+// amplification times the HANDSHAKE bytes it got from the attempt, and
+// KCP's window is unprovenWindow segments, so that what waits behind it
+// (a resume's catch-up) leaves at once when the session is established
+// rather than after a retransmission timeout.
+const (
+	amplification  = 3
+	unprovenWindow = 2
+)
+
+// spend reports whether n more bytes may go to the session's address,
+// and takes them from the budget while it is not established.
+func (ss *session) spend(n int) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.established {
+		return true
+	}
+	if n > ss.budget {
+		return false
+	}
+	ss.budget -= n
+	return true
+}
+
+// resent records a retransmitted HANDSHAKE of n bytes from a, which gets
+// the reply again: the reply goes to a, and the budget grows by what a
+// sent, less the reply.
+func (ss *session) resent(a netip.AddrPort, n int) {
+	ss.mu.Lock()
+	ss.addr = a
+	ss.budget += amplification*n - len(ss.reply)
+	ss.mu.Unlock()
+}
+
 // output is the KCP conversation's OutputFunc.
+// Before the session is established it keeps to the budget: what it
+// drops, KCP sends again.
 func (ss *session) output(_ *kcploop.Conv, b []byte) {
+	if !ss.spend(len(b) + roomudp.SessionOverhead) {
+		return
+	}
 	ss.s.out.seal(ss.s, ss.send, roomudp.ChannelKCP, b, ss.dest())
 }
 
@@ -138,8 +202,8 @@ func (ss *session) Close(final *rooms.Msg) {
 	if ss.isClosing() {
 		return
 	}
-	if final != nil && ss.kcp != nil {
-		_ = ss.kcp.SendFlush(final.Payload())
+	if final != nil && ss.kcp != nil && ss.kcp.SendFlush(final.Payload()) == nil {
+		ss.s.cfg.Node.CountSent(final.Payload())
 	}
 	ss.markClosing(ss.s.cfg.Linger)
 }
@@ -151,8 +215,8 @@ func (ss *session) fail(code uint8) {
 		return
 	}
 	em := ss.s.cfg.Node.ErrorMsg(code)
-	if ss.kcp != nil {
-		_ = ss.kcp.SendFlush(em.Payload())
+	if ss.kcp != nil && ss.kcp.SendFlush(em.Payload()) == nil {
+		ss.s.cfg.Node.CountSent(em.Payload())
 	}
 	em.Release()
 	ss.mu.Lock()
@@ -184,12 +248,6 @@ func (ss *session) isEstablished() bool {
 	return ss.established
 }
 
-func (ss *session) setAddr(a netip.AddrPort) {
-	ss.mu.Lock()
-	ss.addr = a
-	ss.mu.Unlock()
-}
-
 func (ss *session) dest() netip.AddrPort {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -204,9 +262,11 @@ func (ss *session) liveDest() (netip.AddrPort, bool) {
 }
 
 // heard records an authenticated SESSION datagram: the session is
-// established, alive, and moves to from when seq is the highest yet.
+// established, alive, and moves to from when seq is the highest yet. The
+// first one opens KCP's full window.
 func (ss *session) heard(seq uint64, from netip.AddrPort) {
 	ss.mu.Lock()
+	first := !ss.established
 	ss.established = true
 	ss.lastHeard = time.Now()
 	if !ss.heardAny || seq > ss.maxSeq {
@@ -214,6 +274,9 @@ func (ss *session) heard(seq uint64, from netip.AddrPort) {
 		ss.addr = from
 	}
 	ss.mu.Unlock()
+	if first && ss.kcp != nil {
+		_ = ss.kcp.SetSendWindow(roomudp.KCPWindow)
+	}
 }
 
 // due reports whether the janitor should forget ss now, and the seat's

@@ -57,6 +57,12 @@ func TestPlay(t *testing.T) {
 	if got := e.counter("switchboard_node_udp_sessions"); got != 1 {
 		t.Errorf("sessions: %v", got)
 	}
+	// The node's message counters count what went over UDP too.
+	for _, typ := range []string{"WELCOME", "PONG", "ROOM_STATE", "FRAME"} {
+		if got := e.counter("switchboard_node_messages_out_total", "type", typ); got < 1 {
+			t.Errorf("messages out %s: %v", typ, got)
+		}
+	}
 }
 
 // TestHandshakeRetransmitReplayForgery: a retransmitted HANDSHAKE gets the
@@ -193,6 +199,9 @@ func TestTicketMustMatchKey(t *testing.T) {
 	var em roomwire.Error
 	if err := em.Unmarshal(msg); err != nil || em.Code != roomwire.CodeTicketInvalid {
 		t.Fatalf("reply %x (%v), want ERROR 1", msg, err)
+	}
+	if got := e.counter("switchboard_node_errors_total", "code", "ticket_invalid"); got != 1 {
+		t.Errorf("errors ticket_invalid: %v, want 1", got)
 	}
 }
 
@@ -495,5 +504,166 @@ func TestInputsRepeatedUntilAcknowledged(t *testing.T) {
 	})
 	if taken := counter("taken"); taken != 3 {
 		t.Fatalf("taken %v after invalid datagrams, want 3", taken)
+	}
+	// Counted as invalid messages, and as nothing else.
+	if got := e.counter("switchboard_node_messages_in_total", "type", "invalid"); got != 2 {
+		t.Errorf("messages in invalid: %v, want 2", got)
+	}
+	if got := e.counter("switchboard_node_messages_in_total", "type", "WELCOME"); got != 0 {
+		t.Errorf("messages in WELCOME: %v, want 0", got)
+	}
+}
+
+// TestReplyBeforeKCP: the HANDSHAKE REPLY is the first datagram a
+// handshake gets, ahead of what the room sends on KCP while it seats the
+// session (ROOM_STATE; for a resume its FRAME_BATCH catch-up). A client
+// cannot open a SESSION datagram before the reply, so one sent ahead of
+// it would be lost, and what it carried would wait for KCP's first
+// retransmission (200 ms or more): every join and resume would start late.
+func TestReplyBeforeKCP(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-first", 1)
+	tk, kid, sk := e.ticket("r-first", 0)
+	first := func(c *client, hs []byte) {
+		t.Helper()
+		c.write(c.handshakeDatagram(hs))
+		d := c.read(5 * time.Second)
+		if d == nil {
+			t.Fatal("no answer")
+		}
+		if h, err := sealed.ParseHeader(d); err != nil || h.KeyID != roomudp.HandshakeKeyID {
+			t.Fatalf("first datagram has key id %d (%v), want the reply's (0)", h.KeyID, err)
+		}
+	}
+	c := e.newClient(kid, sk)
+	first(c, helloBytes(t, tk))
+
+	// A resume after frames were played: its catch-up follows the reply.
+	var w roomwire.Welcome // the retransmission gets the same reply
+	if err := w.Unmarshal(c.handshake(helloBytes(t, tk))); err != nil {
+		t.Fatal(err)
+	}
+	c.pingPong()
+	c.reliable(&roomwire.Ready{})
+	c.await(roomwire.TypeFrame)
+	hs, err := roomwire.AppendHandshake(nil, roomwire.KindResume, w.ResumeToken, &roomwire.Resume{ClientNonce: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first(e.newClient(kid, sk), hs)
+}
+
+// TestRefusedHandshakesDoNotFillTheNode: refused attempts (here a ticket
+// that is not the key's: ERROR 1) are remembered so that retransmissions
+// get the same ERROR, but only up to MaxPending of them, beside the
+// sessions: anyone holding one C1's session key can make them at will
+// with fresh nonces, and they used to fill the node's whole budget of
+// handshakes until every new HANDSHAKE was dropped as busy.
+func TestRefusedHandshakesDoNotFillTheNode(t *testing.T) {
+	e := newEnvWith(t, func(c *udp.Config) { c.MaxSessions, c.MaxPending = 1, 2 })
+	e.admit("r-fill", 1)
+	tk, _, _ := e.ticket("r-fill", 0)
+	_, kid2, sk2 := e.ticket("r-fill", 0)
+	for i := range 5 {
+		c := e.newClient(kid2, sk2) // a fresh nonce: a new attempt
+		var em roomwire.Error
+		if msg := c.handshake(helloBytes(t, tk)); em.Unmarshal(msg) != nil || em.Code != roomwire.CodeTicketInvalid {
+			t.Fatalf("attempt %d: reply %x, want ERROR 1", i, msg)
+		}
+	}
+	tk3, kid3, sk3 := e.ticket("r-fill", 0)
+	c := e.newClient(kid3, sk3)
+	c.write(c.handshakeDatagram(helloBytes(t, tk3)))
+	if c.readReply(2*time.Second) == nil {
+		t.Fatalf("a good HELLO got no reply after refused attempts (busy %v)",
+			e.counter("switchboard_node_udp_dropped_total", "reason", "busy"))
+	}
+}
+
+// TestUnprovenAddressGetsLittle: a HANDSHAKE's source address is not
+// proven until a SESSION datagram comes from the session: a HANDSHAKE
+// (replayed, or sent with a forged source by the token's holder) would
+// otherwise turn into a flood at that address. A RESUME's catch-up is the
+// largest case: one 1,200-byte HANDSHAKE made the node send a whole KCP
+// window (256 segments, about 300 KB) at once, and retransmit it for 10 s.
+// Until the session is established the node sends at most three times
+// what the address sent it (RFC 9000 §8); once it is, the rest follows.
+func TestUnprovenAddressGetsLittle(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-amp", 1)
+	tk, kid, sk := e.ticket("r-amp", 0)
+	c := e.newClient(kid, sk)
+	var w roomwire.Welcome
+	if err := w.Unmarshal(c.handshake(helloBytes(t, tk))); err != nil {
+		t.Fatal(err)
+	}
+	c.pingPong()
+	c.reliable(&roomwire.Ready{})
+	c.await(roomwire.TypeRoomState)
+	big := bytes.Repeat([]byte{0xab}, roomwire.MaxInputLen)
+	for seq := uint32(1); seq <= 60; seq++ { // about 60 frames of 128-byte inputs: a catch-up of 8 KB
+		c.inputs(seq, big)
+		c.await(roomwire.TypeFrame)
+	}
+
+	hs, err := roomwire.AppendHandshake(nil, roomwire.KindResume, w.ResumeToken, &roomwire.Resume{ClientNonce: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := e.newClient(kid, sk)
+	req := v.handshakeDatagram(hs)
+	v.write(req)
+	var reply []byte
+	total := 0
+	for d := v.read(time.Second); d != nil; d = v.read(time.Second) { // until KCP's backoff leaves a second's gap
+		if h, err := sealed.ParseHeader(d); err == nil && h.KeyID == roomudp.HandshakeKeyID && reply == nil {
+			reply = d
+		}
+		total += len(d)
+	}
+	if reply == nil {
+		t.Fatal("no reply")
+	}
+	if total > 3*len(req) {
+		t.Errorf("a silent address got %d bytes for one HANDSHAKE of %d", total, len(req))
+	}
+
+	// Once the session speaks, the catch-up follows.
+	p, _, err := v.hsOpen.Open(nil, reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn, msg, err := roomudp.ParseReply(p)
+	if err != nil || roomwire.Type(msg[0]) != roomwire.TypeWelcome {
+		t.Fatalf("reply %x (%v)", msg, err)
+	}
+	v.start(sn, msg)
+	v.pingPong()
+	var fb roomwire.FrameBatch
+	if err := fb.Unmarshal(v.await(roomwire.TypeFrameBatch).msg); err != nil || len(fb.Frames) < 60 {
+		t.Fatalf("catch-up of %d frames (%v), want 60 or more", len(fb.Frames), err)
+	}
+}
+
+// TestReadRate: a session's authenticated datagrams beyond its read
+// budget (Config.ReadRate, ReadBurst: the WebSocket connection's) are
+// dropped, counted rate, and not answered: one player's PINGs, or any
+// datagram the node answers one for one, cannot fill the outgoing queue
+// that every session shares.
+func TestReadRate(t *testing.T) {
+	e := newEnvWith(t, func(c *udp.Config) { c.ReadRate, c.ReadBurst = 1, roomudp.MaxDatagram })
+	e.admit("r-rate", 1)
+	tk, kid, sk := e.ticket("r-rate", 0)
+	c := e.newClient(kid, sk)
+	c.handshake(helloBytes(t, tk))
+	c.pingPong()
+	for range 100 { // 43 bytes each: the burst of 1,472 lets about 30 through
+		c.unreliable(&roomwire.Ping{ClientMS: 3})
+	}
+	waitFor(t, "rate drops", func() bool {
+		return e.counter("switchboard_node_udp_dropped_total", "reason", "rate") >= 60
+	})
+	if n := e.counter("switchboard_node_messages_in_total", "type", "PING"); n > 40 {
+		t.Errorf("%v PINGs reached the room's dispatcher, want at most 40", n)
 	}
 }
