@@ -1,0 +1,119 @@
+// Command netwire joins two TUN devices with a user-space wire that
+// delays, jitters and loses IP packets (package internal/netwire), for
+// benchmark links on kernels without sch_netem. scripts/netem builds it
+// into bin/ and starts it when a delay is asked for; it is not part of the
+// product.
+//
+//	netwire --a sbperf0 --b sbperf1 --b-netns sbperf --delay 20ms --loss 2
+//
+// It runs until SIGTERM or SIGINT, then prints its counters and exits;
+// SIGUSR1 prints them without stopping. Needs root (CAP_NET_ADMIN).
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/switchboardgg/switchboard/internal/netwire"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "netwire:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		cfg            netwire.Config
+		a, aNS, b, bNS string
+		lossPct        float64
+		readyFile      string
+	)
+	flag.StringVar(&a, "a", "", "the first TUN device (required)")
+	flag.StringVar(&aNS, "a-netns", "", "the first device's network namespace (default: this one)")
+	flag.StringVar(&b, "b", "", "the second TUN device (required)")
+	flag.StringVar(&bNS, "b-netns", "", "the second device's network namespace (default: this one)")
+	flag.DurationVar(&cfg.Delay, "delay", 0, "one-way delay, each direction (e.g. 20ms)")
+	flag.DurationVar(&cfg.Jitter, "jitter", 0, "extra uniform delay in [0, jitter) per packet; order is kept unless --reorder")
+	flag.BoolVar(&cfg.Reorder, "reorder", false, "let jittered packets overtake each other")
+	flag.Float64Var(&lossPct, "loss", 0, "percentage of packets lost, each direction (e.g. 2)")
+	flag.IntVar(&cfg.Limit, "limit", netwire.DefaultLimit, "most packets waiting in each direction; more are dropped and counted")
+	flag.IntVar(&cfg.MaxPacket, "max-packet", netwire.DefaultMaxPacket, "largest packet carried, bytes (at least the devices' MTU)")
+	flag.Uint64Var(&cfg.Seed, "seed", 0, "seed of the loss and jitter draws (0: random)")
+	flag.StringVar(&readyFile, "ready-file", "", "write this file once both devices are open")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: netwire --a DEV [--a-netns NS] --b DEV [--b-netns NS] [--delay D] [--jitter D] [--loss PCT]\n\n"+
+			"Moves IP packets between two TUN devices after a delay, for test and benchmark links.\n"+
+			"SIGUSR1 prints the counters; SIGTERM or SIGINT prints them and exits.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if a == "" || b == "" || flag.NArg() > 0 {
+		flag.Usage()
+		return errors.New("--a and --b are required, and nothing else")
+	}
+	cfg.Loss = lossPct / 100
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	w, err := netwire.New(cfg)
+	if err != nil {
+		return err
+	}
+	fa, err := netwire.OpenTUN(a, aNS)
+	if err != nil {
+		return err
+	}
+	fb, err := netwire.OpenTUN(b, bNS)
+	if err != nil {
+		fa.Close()
+		return err
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+	served := make(chan error, 1)
+	go func() { served <- w.Serve(fa, fb) }()
+	log.Info("netwire serving", "a", a, "b", b, "delay", cfg.Delay, "jitter", cfg.Jitter,
+		"reorder", cfg.Reorder, "loss", cfg.Loss, "limit", cfg.Limit, "seed", w.Seed())
+	if readyFile != "" {
+		if err := os.WriteFile(readyFile, []byte("ready\n"), 0o644); err != nil {
+			w.Close()
+			<-served
+			return fmt.Errorf("ready file: %w", err)
+		}
+	}
+	for {
+		select {
+		case err := <-served:
+			logStats(log, w)
+			return err
+		case s := <-sigs:
+			logStats(log, w)
+			if s == syscall.SIGUSR1 {
+				continue
+			}
+			w.Close()
+			if err := <-served; !errors.Is(err, netwire.ErrClosed) {
+				return err
+			}
+			return nil
+		}
+	}
+}
+
+func logStats(log *slog.Logger, w *netwire.Wire) {
+	st := w.Stats()
+	for _, d := range []struct {
+		name string
+		s    netwire.DirStats
+	}{{"a→b", st.AB}, {"b→a", st.BA}} {
+		log.Info("netwire stats", "dir", d.name, "received", d.s.Received, "forwarded", d.s.Forwarded,
+			"lost", d.s.Lost, "overflowed", d.s.Overflowed, "oversized", d.s.Oversized, "write_errors", d.s.WriteErrors)
+	}
+}
