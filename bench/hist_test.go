@@ -34,3 +34,26 @@ func TestHistogramQuantiles(t *testing.T) {
 		t.Errorf("overflow: got %v, want %v", got, histMax)
 	}
 }
+
+func TestHistogramFractionAbove(t *testing.T) {
+	var h Histogram
+	if got := h.FractionAbove(0); got != 0 {
+		t.Fatalf("empty: got %v, want 0", got)
+	}
+	for i := 1; i <= 100; i++ {
+		h.Record(time.Duration(i) * time.Millisecond)
+	}
+	for _, tc := range []struct {
+		d    time.Duration
+		want float64
+	}{
+		{0, 1},
+		{90 * time.Millisecond, 0.10}, // 91–100 ms: their buckets start above 90 ms
+		{100 * time.Millisecond, 0},
+		{time.Hour, 0},
+	} {
+		if got := h.FractionAbove(tc.d); got != tc.want {
+			t.Errorf("FractionAbove(%v): got %v, want %v", tc.d, got, tc.want)
+		}
+	}
+}
