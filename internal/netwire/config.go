@@ -1,6 +1,7 @@
 package netwire
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -26,19 +27,10 @@ const (
 // Config configures a [Wire]. The zero value forwards every packet at
 // once; [New] copies it.
 type Config struct {
-	// Delay is the one-way delay each packet waits, both directions. Zero
-	// means none; at most MaxDelay.
-	Delay time.Duration
-	// Jitter is the width of a uniform extra delay in [0, Jitter) drawn
-	// per packet. Zero means none; at most MaxDelay.
-	Jitter time.Duration
-	// Reorder lets jittered packets overtake each other. False (the
-	// default) keeps each direction's order: a packet never leaves before
-	// the one read before it.
-	Reorder bool
-	// Loss is the probability, in [0, 1], that a packet is dropped, each
-	// direction. Zero means none.
-	Loss float64
+	// AB and BA are the faults of each direction: AB what [Wire.Serve]'s
+	// first device sends toward the second, BA the reverse. The zero
+	// value injects none.
+	AB, BA Faults
 	// Limit is the most packets waiting in each direction; more are
 	// dropped and counted. Zero means DefaultLimit; at most MaxLimit.
 	// Memory is at most 2 × (Limit+1) × MaxPacket.
@@ -53,14 +45,44 @@ type Config struct {
 	Seed uint64
 }
 
-func (c Config) withDefaults() (Config, error) {
+// Faults are the impairments of one direction. The zero value injects
+// nothing.
+type Faults struct {
+	// Delay is the one-way delay each packet waits. Zero means none; at
+	// most MaxDelay.
+	Delay time.Duration
+	// Jitter is the width of a uniform extra delay in [0, Jitter) drawn
+	// per packet. Zero means none; at most MaxDelay.
+	Jitter time.Duration
+	// Reorder lets jittered packets overtake each other. False (the
+	// default) keeps the direction's order: a packet never leaves before
+	// the one read before it.
+	Reorder bool
+	// Loss is the probability, in [0, 1], that a packet is dropped. Zero
+	// means none.
+	Loss float64
+}
+
+// Both returns a Config with the same faults f in both directions.
+func Both(f Faults) Config { return Config{AB: f, BA: f} }
+
+func (f Faults) check() error {
 	switch {
-	case c.Delay < 0 || c.Delay > MaxDelay:
-		return c, fmt.Errorf("netwire: Delay %v not in [0, %v]: %w", c.Delay, MaxDelay, ErrInvalidConfig)
-	case c.Jitter < 0 || c.Jitter > MaxDelay:
-		return c, fmt.Errorf("netwire: Jitter %v not in [0, %v]: %w", c.Jitter, MaxDelay, ErrInvalidConfig)
-	case math.IsNaN(c.Loss) || c.Loss < 0 || c.Loss > 1:
-		return c, fmt.Errorf("netwire: Loss %v is not a probability: %w", c.Loss, ErrInvalidConfig)
+	case f.Delay < 0 || f.Delay > MaxDelay:
+		return fmt.Errorf("netwire: Delay %v not in [0, %v]: %w", f.Delay, MaxDelay, ErrInvalidConfig)
+	case f.Jitter < 0 || f.Jitter > MaxDelay:
+		return fmt.Errorf("netwire: Jitter %v not in [0, %v]: %w", f.Jitter, MaxDelay, ErrInvalidConfig)
+	case math.IsNaN(f.Loss) || f.Loss < 0 || f.Loss > 1:
+		return fmt.Errorf("netwire: Loss %v is not a probability: %w", f.Loss, ErrInvalidConfig)
+	}
+	return nil
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if err := errors.Join(c.AB.check(), c.BA.check()); err != nil {
+		return c, err
+	}
+	switch {
 	case c.Limit < 0 || c.Limit > MaxLimit:
 		return c, fmt.Errorf("netwire: Limit %d not in [0, %d]: %w", c.Limit, MaxLimit, ErrInvalidConfig)
 	case c.MaxPacket < 0 || c.MaxPacket > MaxMaxPacket:

@@ -18,18 +18,19 @@
 //
 // # Faults and what a test can rely on
 //
-// Both directions get the same [Config]; each direction has its own
-// queue, generator and counters ([Stats]).
+// Faults are set per direction ([Config].AB, [Config].BA; [Both] sets
+// the same both ways); each direction has its own queue, generator and
+// counters ([Stats]).
 //
-//   - Loss: each packet read is dropped with probability Config.Loss
+//   - Loss: each packet read is dropped with probability Faults.Loss
 //     (Bernoulli, independent), before it is queued.
-//   - Delay: each packet kept leaves no earlier than Config.Delay after it
+//   - Delay: each packet kept leaves no earlier than Faults.Delay after it
 //     was read. That is a lower bound a test may assert on: a round trip
 //     through the wire takes at least twice Delay. Above it, the packet
 //     waits for the runtime's timer (about a millisecond) and for the
 //     scheduler.
 //   - Jitter: each packet is held a further uniform draw in
-//     [0, Config.Jitter). Without Config.Reorder a packet never leaves
+//     [0, Faults.Jitter). Without Faults.Reorder a packet never leaves
 //     before the one read before it (its due time is raised to its
 //     predecessor's), as on a real path whose queue varies; with Reorder
 //     the draws are independent and packets overtake each other.

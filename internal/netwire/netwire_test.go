@@ -72,18 +72,18 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Limit != DefaultLimit || c.MaxPacket != DefaultMaxPacket || c.Delay != 0 || c.Jitter != 0 || c.Loss != 0 || c.Reorder {
+	if c.Limit != DefaultLimit || c.MaxPacket != DefaultMaxPacket || c.AB != (Faults{}) || c.BA != (Faults{}) {
 		t.Errorf("zero Config became %+v, want Limit %d, MaxPacket %d and nothing else", c, DefaultLimit, DefaultMaxPacket)
 	}
 	for _, tc := range []struct {
 		name string
 		cfg  Config
 	}{
-		{"negative delay", Config{Delay: -1}},
-		{"delay too long", Config{Delay: MaxDelay + 1}},
-		{"negative jitter", Config{Jitter: -1}},
-		{"loss above 1", Config{Loss: 1.5}},
-		{"negative loss", Config{Loss: -0.1}},
+		{"negative delay", Config{AB: Faults{Delay: -1}}},
+		{"delay too long", Config{BA: Faults{Delay: MaxDelay + 1}}},
+		{"negative jitter", Config{AB: Faults{Jitter: -1}}},
+		{"loss above 1", Config{BA: Faults{Loss: 1.5}}},
+		{"negative loss", Config{AB: Faults{Loss: -0.1}}},
 		{"limit too big", Config{Limit: MaxLimit + 1}},
 		{"negative limit", Config{Limit: -1}},
 		{"packet too big", Config{MaxPacket: MaxMaxPacket + 1}},
@@ -100,7 +100,7 @@ func TestConfigDefaults(t *testing.T) {
 // and checks each arrives whole, in order, no earlier than the delay.
 func TestSocketPairDelay(t *testing.T) {
 	const delay = 40 * time.Millisecond
-	w, a, b := serve(t, Config{Delay: delay})
+	w, a, b := serve(t, Both(Faults{Delay: delay}))
 	buf := make([]byte, 64)
 	for i, dir := range []struct{ from, to *os.File }{{a, b}, {b, a}, {a, b}} {
 		msg := []byte{byte(i), 'x', 'y'}
@@ -167,11 +167,11 @@ func TestServeAfterClose(t *testing.T) {
 // TestSteadyStateAllocs: once its buffers exist, a direction reads,
 // queues and releases a packet without allocating.
 func TestSteadyStateAllocs(t *testing.T) {
-	cfg, err := Config{Jitter: time.Millisecond, Loss: 0.1, Limit: 64}.withDefaults()
+	cfg, err := Config{Limit: 64}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := newDirection(cfg, 1, 1)
+	d := newDirection(cfg, Faults{Jitter: time.Millisecond, Loss: 0.1}, 1, 1)
 	pkt := make([]byte, 300)
 	now := time.Now()
 	step := func() {

@@ -139,7 +139,7 @@ func (l *tunLink) udpPair(t *testing.T) (a, b *net.UDPConn) {
 func TestRoundTripTakesTwiceTheDelay(t *testing.T) {
 	const delay = 25 * time.Millisecond
 	const rtt = 2 * delay
-	l := newTUNLink(t, Config{Delay: delay})
+	l := newTUNLink(t, Both(Faults{Delay: delay}))
 
 	t.Run("udp", func(t *testing.T) {
 		a, b := l.udpPair(t)
@@ -235,7 +235,7 @@ func TestRoundTripTakesTwiceTheDelay(t *testing.T) {
 	})
 }
 
-// send writes n numbered datagrams from a, pausing every burst so that
+// send writes n numbered datagrams from a to b, pausing every burst so that
 // b's socket buffer keeps up, and returns the numbers b received, in
 // arrival order, once nothing has arrived for quiet.
 func send(t *testing.T, a, b *net.UDPConn, n, burst int, pause, quiet time.Duration) []uint32 {
@@ -257,9 +257,14 @@ func send(t *testing.T, a, b *net.UDPConn, n, burst int, pause, quiet time.Durat
 		}
 	}()
 	msg := make([]byte, 64)
+	write := a.Write // a dialled b
+	if a.RemoteAddr() == nil {
+		to := b.LocalAddr().(*net.UDPAddr)
+		write = func(p []byte) (int, error) { return a.WriteToUDP(p, to) }
+	}
 	for i := range n {
 		binary.BigEndian.PutUint32(msg, uint32(i))
-		if _, err := a.Write(msg); err != nil {
+		if _, err := write(msg); err != nil {
 			t.Fatal(err)
 		}
 		if burst > 0 && (i+1)%burst == 0 {
@@ -273,7 +278,7 @@ func send(t *testing.T, a, b *net.UDPConn, n, burst int, pause, quiet time.Durat
 // are lost, and every packet the wire read is accounted for.
 func TestLossShare(t *testing.T) {
 	const n, loss = 3000, 0.1
-	l := newTUNLink(t, Config{Loss: loss, Seed: 7})
+	l := newTUNLink(t, Config{AB: Faults{Loss: loss}, Seed: 7})
 	a, b := l.udpPair(t)
 	got := send(t, a, b, n, 100, 2*time.Millisecond, 500*time.Millisecond)
 	// Binomial(3000, 0.1): mean 300, standard deviation 16.4; the bounds
@@ -292,13 +297,19 @@ func TestLossShare(t *testing.T) {
 	if st.Lost != uint64(lost) {
 		t.Errorf("wire counted %d lost, the receiver missed %d", st.Lost, lost)
 	}
+
+	// The other direction has no loss configured: all arrive.
+	back := send(t, b, a, 1000, 100, 2*time.Millisecond, 500*time.Millisecond)
+	if len(back) != 1000 {
+		t.Errorf("%d of 1000 datagrams b→a arrived, want all (Loss is a→b only)", len(back))
+	}
 }
 
 // TestQueueLimit: with a long delay and a limit of 8, a burst of 100
 // datagrams leaves 8 and the rest are dropped and counted.
 func TestQueueLimit(t *testing.T) {
 	const n, limit = 100, 8
-	l := newTUNLink(t, Config{Delay: 300 * time.Millisecond, Limit: limit})
+	l := newTUNLink(t, Config{AB: Faults{Delay: 300 * time.Millisecond}, Limit: limit})
 	a, b := l.udpPair(t)
 	got := send(t, a, b, n, 0, 0, time.Second)
 	if len(got) != limit {
@@ -318,7 +329,7 @@ func TestJitterOrder(t *testing.T) {
 	for _, reorder := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reorder=%v", reorder), func(t *testing.T) {
 			const n = 300
-			l := newTUNLink(t, Config{Delay: time.Millisecond, Jitter: 30 * time.Millisecond, Reorder: reorder, Seed: 3})
+			l := newTUNLink(t, Config{AB: Faults{Delay: time.Millisecond, Jitter: 30 * time.Millisecond, Reorder: reorder}, Seed: 3})
 			a, b := l.udpPair(t)
 			got := send(t, a, b, n, 10, time.Millisecond, 500*time.Millisecond)
 			if len(got) != n {

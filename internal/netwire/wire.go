@@ -44,8 +44,8 @@ func New(cfg Config) (*Wire, error) {
 	return &Wire{
 		cfg:  cfg,
 		seed: seed,
-		ab:   newDirection(cfg, seed, 1),
-		ba:   newDirection(cfg, seed, 2),
+		ab:   newDirection(cfg, cfg.AB, seed, 1),
+		ba:   newDirection(cfg, cfg.BA, seed, 2),
 	}, nil
 }
 
@@ -134,6 +134,7 @@ type deadliner interface {
 type direction struct {
 	// immutable after newDirection
 	cfg Config
+	f   Faults // this direction's
 
 	// owned by the direction's goroutine
 	q        queue
@@ -149,9 +150,10 @@ type direction struct {
 	received, forwarded, lost, overflowed, oversized, writeErrors atomic.Uint64
 }
 
-func newDirection(cfg Config, seed, stream uint64) *direction {
+func newDirection(cfg Config, f Faults, seed, stream uint64) *direction {
 	return &direction{
 		cfg:  cfg,
+		f:    f,
 		q:    queue{items: make([]item, 0, cfg.Limit)},
 		free: make([][]byte, 0, cfg.Limit+1),
 		rng:  mrand.New(mrand.NewPCG(seed, stream)),
@@ -239,15 +241,15 @@ func (d *direction) accept(n int, now time.Time) {
 	case d.q.len() >= d.cfg.Limit:
 		d.overflowed.Add(1)
 		return
-	case d.cfg.Loss > 0 && d.rng.Float64() < d.cfg.Loss:
+	case d.f.Loss > 0 && d.rng.Float64() < d.f.Loss:
 		d.lost.Add(1)
 		return
 	}
-	due := now.Add(d.cfg.Delay)
-	if d.cfg.Jitter > 0 {
-		due = due.Add(time.Duration(d.rng.Int64N(int64(d.cfg.Jitter))))
+	due := now.Add(d.f.Delay)
+	if d.f.Jitter > 0 {
+		due = due.Add(time.Duration(d.rng.Int64N(int64(d.f.Jitter))))
 	}
-	if !d.cfg.Reorder && due.Before(d.lastDue) {
+	if !d.f.Reorder && due.Before(d.lastDue) {
 		due = d.lastDue
 	}
 	d.lastDue = due

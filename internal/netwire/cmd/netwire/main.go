@@ -6,6 +6,9 @@
 //
 //	netwire --a sbperf0 --b sbperf1 --b-netns sbperf --delay 20ms --loss 2
 //
+// --delay, --jitter and --loss apply to both directions; --loss-ab and
+// --loss-ba set one direction's loss.
+//
 // It runs until SIGTERM or SIGINT, then prints its counters and exits;
 // SIGUSR1 prints them without stopping. Needs root (CAP_NET_ADMIN).
 package main
@@ -31,19 +34,22 @@ func main() {
 
 func run() error {
 	var (
-		cfg            netwire.Config
-		a, aNS, b, bNS string
-		lossPct        float64
-		readyFile      string
+		cfg                     netwire.Config
+		f                       netwire.Faults
+		a, aNS, b, bNS          string
+		lossPct, lossAB, lossBA float64
+		readyFile               string
 	)
 	flag.StringVar(&a, "a", "", "the first TUN device (required)")
 	flag.StringVar(&aNS, "a-netns", "", "the first device's network namespace (default: this one)")
 	flag.StringVar(&b, "b", "", "the second TUN device (required)")
 	flag.StringVar(&bNS, "b-netns", "", "the second device's network namespace (default: this one)")
-	flag.DurationVar(&cfg.Delay, "delay", 0, "one-way delay, each direction (e.g. 20ms)")
-	flag.DurationVar(&cfg.Jitter, "jitter", 0, "extra uniform delay in [0, jitter) per packet; order is kept unless --reorder")
-	flag.BoolVar(&cfg.Reorder, "reorder", false, "let jittered packets overtake each other")
+	flag.DurationVar(&f.Delay, "delay", 0, "one-way delay, each direction (e.g. 20ms)")
+	flag.DurationVar(&f.Jitter, "jitter", 0, "extra uniform delay in [0, jitter) per packet; order is kept unless --reorder")
+	flag.BoolVar(&f.Reorder, "reorder", false, "let jittered packets overtake each other")
 	flag.Float64Var(&lossPct, "loss", 0, "percentage of packets lost, each direction (e.g. 2)")
+	flag.Float64Var(&lossAB, "loss-ab", -1, "percentage lost from a to b; -1: as --loss")
+	flag.Float64Var(&lossBA, "loss-ba", -1, "percentage lost from b to a; -1: as --loss")
 	flag.IntVar(&cfg.Limit, "limit", netwire.DefaultLimit, "most packets waiting in each direction; more are dropped and counted")
 	flag.IntVar(&cfg.MaxPacket, "max-packet", netwire.DefaultMaxPacket, "largest packet carried, bytes (at least the devices' MTU)")
 	flag.Uint64Var(&cfg.Seed, "seed", 0, "seed of the loss and jitter draws (0: random)")
@@ -59,7 +65,14 @@ func run() error {
 		flag.Usage()
 		return errors.New("--a and --b are required, and nothing else")
 	}
-	cfg.Loss = lossPct / 100
+	cfg.AB, cfg.BA = f, f
+	cfg.AB.Loss, cfg.BA.Loss = lossPct/100, lossPct/100
+	if lossAB >= 0 {
+		cfg.AB.Loss = lossAB / 100
+	}
+	if lossBA >= 0 {
+		cfg.BA.Loss = lossBA / 100
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
 	w, err := netwire.New(cfg)
@@ -79,8 +92,8 @@ func run() error {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
 	served := make(chan error, 1)
 	go func() { served <- w.Serve(fa, fb) }()
-	log.Info("netwire serving", "a", a, "b", b, "delay", cfg.Delay, "jitter", cfg.Jitter,
-		"reorder", cfg.Reorder, "loss", cfg.Loss, "limit", cfg.Limit, "seed", w.Seed())
+	log.Info("netwire serving", "a", a, "b", b, "delay", f.Delay, "jitter", f.Jitter,
+		"reorder", f.Reorder, "loss_ab", cfg.AB.Loss, "loss_ba", cfg.BA.Loss, "limit", cfg.Limit, "seed", w.Seed())
 	if readyFile != "" {
 		if err := os.WriteFile(readyFile, []byte("ready\n"), 0o644); err != nil {
 			w.Close()
