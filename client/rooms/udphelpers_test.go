@@ -329,3 +329,18 @@ func (s *udpSession) stop() {
 	s.n.mu.Unlock()
 	s.kc.Close()
 }
+
+// lose seals a datagram and sends it nowhere: the client sees a gap in the
+// node's sequence numbers, as after a loss on the way.
+func (s *udpSession) lose() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = s.sealer.Seal(nil, []byte{roomudp.ChannelMessage})
+}
+
+// taken returns the highest input sequence the node has taken.
+func (s *udpSession) taken() uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inSeq
+}
