@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/switchboardgg/switchboard/internal/netwire"
 )
@@ -122,6 +123,16 @@ func run() error {
 
 func logStats(log *slog.Logger, w *netwire.Wire) {
 	st := w.Stats()
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		pkts := st.AB.Received + st.BA.Received
+		perPkt := 0.0
+		if pkts > 0 {
+			perPkt = float64(cpu.Microseconds()) / float64(pkts)
+		}
+		log.Info("netwire cpu", "cpu", cpu.Round(time.Millisecond), "packets", pkts, "us_per_packet", fmt.Sprintf("%.2f", perPkt))
+	}
 	for _, d := range []struct {
 		name string
 		s    netwire.DirStats
