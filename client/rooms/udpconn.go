@@ -97,15 +97,15 @@ type udpConn struct {
 
 	recvAt atomic.Int64 // Config.Now of the last authenticated datagram, Unix ns
 	lossAt atomic.Int64 // Config.Now of the last gap in the node's sequence numbers, Unix ns; 0: none
+	wake   chan struct{}
+	doneCh chan struct{}
+	wg     sync.WaitGroup
 
 	// The highest sequence number of the node's datagrams opened so far
 	// (rxAny: one was); owned by the socket's reader, the one caller of
 	// input.
 	rxSeq uint64
 	rxAny bool
-	wake   chan struct{}
-	doneCh chan struct{}
-	wg     sync.WaitGroup
 
 	inMu sync.Mutex // guards in and free
 	in   [][]byte   // unreliable messages waiting for the reader
