@@ -57,3 +57,26 @@ func TestHistogramFractionAbove(t *testing.T) {
 		}
 	}
 }
+
+func TestUnseenInputs(t *testing.T) {
+	var u unseen
+	for _, st := range []time.Duration{1, 2, 3, 4} {
+		u.add(st)
+	}
+	if sup, found := u.seen(1); sup != 0 || !found {
+		t.Errorf("seen(1) = %d, %v; want 0 superseded, found", sup, found)
+	}
+	// 2 never comes back: 3 took its tick.
+	if sup, found := u.seen(3); sup != 1 || !found {
+		t.Errorf("seen(3) = %d, %v; want 1 superseded (2), found", sup, found)
+	}
+	if sup, found := u.seen(9); sup != 1 || found {
+		t.Errorf("seen(9) = %d, %v; want 1 superseded (4), not found", sup, found)
+	}
+	for i := range maxUnseenInputs + 10 {
+		u.add(time.Duration(100 + i))
+	}
+	if len(u) != maxUnseenInputs {
+		t.Errorf("%d remembered, want the bound %d", len(u), maxUnseenInputs)
+	}
+}
