@@ -18,7 +18,7 @@
 //
 // # Faults and what a test can rely on
 //
-// Faults are set per direction ([Config].AB, [Config].BA; [Both] sets
+// Faults are set per direction ([Config.AB], [Config.BA]; [Both] sets
 // the same both ways); each direction has its own queue, generator and
 // counters ([Stats]).
 //
@@ -46,7 +46,10 @@
 //
 // Each direction owns a min-heap of at most Limit entries and a free list
 // of packet buffers of Config.MaxPacket bytes, filled on demand up to
-// Limit+1 buffers; in steady state a packet allocates nothing.
+// Limit+1 buffers; in steady state a packet allocates nothing. Each
+// packet costs a read, a write and usually a timer wake-up of its own:
+// about 25 µs of CPU on the project's 2-vCPU VM, 0.2 of a core for a
+// 100-player benchmark (docs/benchmarks.md).
 //
 // # Goroutines and closing
 //
