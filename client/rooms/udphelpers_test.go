@@ -50,8 +50,12 @@ type udpSession struct {
 
 	mu    sync.Mutex
 	inSeq uint32 // the highest input sequence delivered
-	addr  netip.AddrPort
-	buf   []byte
+	// inNewest counts the inputs first delivered by a datagram whose
+	// newest entry they were: sent for them (or repeated for them), not
+	// brought late by the next input's datagram
+	inNewest int
+	addr     netip.AddrPort
+	buf      []byte
 }
 
 // udpMsg is one message from the client and how it came.
@@ -249,6 +253,9 @@ func (s *udpSession) input(from netip.AddrPort, b []byte) {
 			fresh := seq > s.inSeq
 			if fresh {
 				s.inSeq = seq
+				if seq == in.FirstSeq+uint32(in.Count)-1 {
+					s.inNewest++
+				}
 			}
 			s.mu.Unlock()
 			if fresh {
@@ -338,9 +345,10 @@ func (s *udpSession) lose() {
 	_, _ = s.sealer.Seal(nil, []byte{roomudp.ChannelMessage})
 }
 
-// taken returns the highest input sequence the node has taken.
-func (s *udpSession) taken() uint32 {
+// newest returns how many inputs the node took from a datagram whose
+// newest entry they were.
+func (s *udpSession) newest() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.inSeq
+	return s.inNewest
 }
