@@ -22,10 +22,15 @@ type Counters struct {
 	Frames      atomic.Int64 // frames delivered to bots
 	Inputs      atomic.Int64 // INPUTs sent
 	OrderErrors atomic.Int64 // frames that did not follow the previous one
-	Disconnects atomic.Int64
-	Resumes     atomic.Int64
-	Failed      atomic.Int64 // bots that ended with an error; a room the backend closed is no failure
-	Failures    Failures     // why they did, by reason
+	// InFrame counts a bot's own inputs that came back in a frame;
+	// Superseded those that never did because a later input of the same
+	// bot took their tick (the room keeps a seat's last input of a tick):
+	// an input repaired late over UDP, or held behind a lost TCP segment.
+	InFrame, Superseded atomic.Int64
+	Disconnects         atomic.Int64
+	Resumes             atomic.Int64
+	Failed              atomic.Int64 // bots that ended with an error; a room the backend closed is no failure
+	Failures            Failures     // why they did, by reason
 }
 
 // fail counts a bot that ended with err.
@@ -55,6 +60,41 @@ type Bot struct {
 }
 
 var epoch = time.Now()
+
+// maxUnseenInputs bounds the inputs a bot remembers until a frame carries
+// them (or a later one): seconds of input at any tick rate and round trip
+// the bench runs.
+const maxUnseenInputs = 256
+
+// unseen is a bot's inputs sent and not yet seen in a frame, by stamp,
+// oldest first.
+type unseen []time.Duration
+
+// add remembers the input stamped st, forgetting the oldest beyond
+// maxUnseenInputs.
+func (u *unseen) add(st time.Duration) {
+	if len(*u) == maxUnseenInputs {
+		*u = append((*u)[:0], (*u)[1:]...)
+	}
+	*u = append(*u, st)
+}
+
+// seen takes the input stamped st seen in a frame: every older one is
+// superseded (frames come in order, so it never will be), and found says
+// whether st itself was remembered.
+func (u *unseen) seen(st time.Duration) (superseded int, found bool) {
+	k := 0
+	for k < len(*u) && (*u)[k] < st {
+		k++
+	}
+	superseded = k
+	if k < len(*u) && (*u)[k] == st {
+		k++
+		found = true
+	}
+	*u = append((*u)[:0], (*u)[k:]...)
+	return superseded, found
+}
 
 // NewRunID returns 8 random hexadecimal digits that tell one run's rooms
 // and bots from another's. Package bench is client code: it links no server
@@ -102,6 +142,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	seat := room.State().Seat
 	var last uint32
 	var stamp [8]byte
+	var sent unseen
 	for {
 		select {
 		case <-ctx.Done():
@@ -120,13 +161,23 @@ func (b *Bot) Run(ctx context.Context) error {
 			cnt.Frames.Add(1)
 			now := time.Since(epoch)
 			for _, in := range f.Inputs {
-				if int(in.Seat) == int(seat) && len(in.Data) == 8 && b.Latency != nil {
-					b.Latency.Record(now - time.Duration(binary.BigEndian.Uint64(in.Data)))
+				if int(in.Seat) != int(seat) || len(in.Data) != 8 {
+					continue
+				}
+				st := time.Duration(binary.BigEndian.Uint64(in.Data))
+				if b.Latency != nil {
+					b.Latency.Record(now - st)
+				}
+				superseded, found := sent.seen(st)
+				cnt.Superseded.Add(int64(superseded))
+				if found {
+					cnt.InFrame.Add(1)
 				}
 			}
 			binary.BigEndian.PutUint64(stamp[:], uint64(now))
 			if err := room.SendInput(stamp[:]); err == nil {
 				cnt.Inputs.Add(1)
+				sent.add(now)
 			}
 		case ev := <-room.Events():
 			if b.OnEvent != nil {

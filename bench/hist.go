@@ -57,6 +57,20 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	return histMax
 }
 
+// FractionAbove returns the fraction of the recorded durations in buckets
+// wholly above d; 0 when nothing was recorded.
+func (h *Histogram) FractionAbove(d time.Duration) float64 {
+	n := h.n.Load()
+	if n == 0 {
+		return 0
+	}
+	var above uint64
+	for i := max(0, int(d/histBucket)+1); i < histSize; i++ {
+		above += h.counts[i].Load()
+	}
+	return float64(above) / float64(n)
+}
+
 // Reset forgets every recorded duration. Durations recorded while it runs
 // may or may not be kept.
 func (h *Histogram) Reset() {

@@ -83,11 +83,19 @@ type RoomsResult struct {
 	InputsPerSecond                 float64
 	LatencyP50                      time.Duration // input → the frame carrying it
 	LatencyP99                      time.Duration
-	TickLatenessP50                 time.Duration // from the server's metrics; 0 without them; -1 beyond the top bucket
-	TickLatenessP99                 time.Duration
-	ServerCPUSeconds                float64 // CPU the server used during the window; 0 without metrics
-	ServerCores                     float64 // ServerCPUSeconds / Window
-	BenchCores                      float64 // CPU this process used during the window
+	// LatencyP90, P95 and P98 are the tail below p99; LateShare is the
+	// fraction of inputs more than half a tick later than p50: under
+	// loss, the inputs that waited for a repair.
+	LatencyP90, LatencyP95, LatencyP98 time.Duration
+	LateShare                          float64
+	// SupersededShare is the fraction of the bots' inputs that never came
+	// back in a frame: a later input of the same player took their tick.
+	SupersededShare  float64
+	TickLatenessP50  time.Duration // from the server's metrics; 0 without them; -1 beyond the top bucket
+	TickLatenessP99  time.Duration
+	ServerCPUSeconds float64 // CPU the server used during the window; 0 without metrics
+	ServerCores      float64 // ServerCPUSeconds / Window
+	BenchCores       float64 // CPU this process used during the window
 	// BenchMicrosPerFrame is this process's CPU µs per frame delivered:
 	// the load generator's cost per player per tick, beside the server's
 	// MicrosPerFrame, to show it is not the limit.
@@ -268,6 +276,7 @@ ramp:
 		}
 	}
 	f0, i0, d0 := cnt.Frames.Load(), cnt.Inputs.Load(), cnt.Disconnects.Load()
+	in0, sup0 := cnt.InFrame.Load(), cnt.Superseded.Load()
 	w0 := time.Now()
 	lastFrames = f0
 	deadline := time.After(cfg.Duration)
@@ -299,6 +308,11 @@ measure:
 		InputsPerSecond:  float64(cnt.Inputs.Load()-i0) / window.Seconds(),
 		LatencyP50:       lat.Quantile(0.5),
 		LatencyP99:       lat.Quantile(0.99),
+		SupersededShare:  share(cnt.Superseded.Load()-sup0, cnt.InFrame.Load()-in0),
+		LatencyP90:       lat.Quantile(0.90),
+		LatencyP95:       lat.Quantile(0.95),
+		LatencyP98:       lat.Quantile(0.98),
+		LateShare:        lat.FractionAbove(lat.Quantile(0.5) + time.Second/time.Duration(2*cfg.Tick)),
 		BenchCores:       (processCPU() - benchBefore).Seconds() / window.Seconds(),
 	}
 	if res.FramesPerSecond > 0 {
@@ -340,6 +354,14 @@ measure:
 	return res, nil
 }
 
+// share returns part ÷ (part + rest), 0 when both are 0.
+func share(part, rest int64) float64 {
+	if part+rest <= 0 {
+		return 0
+	}
+	return float64(part) / float64(part+rest)
+}
+
 // writeFailures writes the failures counted so far by reason.
 func writeFailures(w io.Writer, f *Failures) {
 	if c := f.Counts(); len(c) > 0 {
@@ -363,6 +385,9 @@ func (r *RoomsResult) Report(w io.Writer) {
 	}
 	fmt.Fprintf(w, "frames/s delivered    %.0f (inputs/s %.0f) over %.1fs\n", r.FramesPerSecond, r.InputsPerSecond, r.Window.Seconds())
 	fmt.Fprintf(w, "input→frame latency   p50 %v  p99 %v\n", r.LatencyP50, r.LatencyP99)
+	fmt.Fprintf(w, "input→frame tail      p90 %v  p95 %v  p98 %v; %.2f %% of inputs over p50 + half a tick\n",
+		r.LatencyP90, r.LatencyP95, r.LatencyP98, 100*r.LateShare)
+	fmt.Fprintf(w, "inputs superseded     %.2f %% (never in a frame: a later input of the same player took the tick)\n", 100*r.SupersededShare)
 	if r.ServerCPUSeconds > 0 {
 		fmt.Fprintf(w, "tick lateness         p50 %s  p99 %s (server histogram buckets)\n", bucketString(r.TickLatenessP50), bucketString(r.TickLatenessP99))
 		fmt.Fprintf(w, "server CPU            %.2f cores; %.2f µs per frame delivered; %.0f players per core\n",

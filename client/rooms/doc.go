@@ -42,7 +42,9 @@
 // with reliable=false and PING go as single datagrams; each INPUT goes in
 // an INPUTS datagram with the inputs before it that no FRAME has
 // acknowledged, and they go again (at most every 20 ms) while the game
-// sends none. A [UDPSocket] owns
+// sends none; while the node's datagrams arrive with gaps (loss), each
+// INPUTS datagram goes a second time 4 ms later, from a timer of the
+// connection's (no goroutine but while it runs). A [UDPSocket] owns
 // the socket, one KCP loop and three goroutines (reader, writer, KCP
 // timer) and routes datagrams to its sessions by conversation id; a
 // connection opens its own and closes it when it ends, unless

@@ -512,6 +512,21 @@ func TestUDPHotPathsAllocateNothing(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("sending INPUT with its repeats allocates %v times, want 0", allocs)
 	}
+	// Under loss each INPUT also (re)arms the repeat timer.
+	c.lossAt.Store(time.Now().UnixNano())
+	_ = c.sendInput(1, data) // creates the timer
+	allocs = testing.AllocsPerRun(100, func() {
+		if err := c.sendInput(1, data); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		s.out, s.outMsgs = s.out[:0], s.outMsgs[:0]
+		s.mu.Unlock()
+	})
+	if allocs != 0 {
+		t.Errorf("sending INPUT under loss allocates %v times, want 0", allocs)
+	}
+	c.closing.Store(true) // the timer's last run sends nothing
 }
 
 // TestUDPInputsRepeatedUntilAcknowledged: each INPUTS datagram repeats
@@ -583,4 +598,120 @@ func TestUDPInputsRepeatedUntilAcknowledged(t *testing.T) {
 		send(string(rune('e' + i)))
 		expect(5+max(i, 7)-7, min(i+1, 8))
 	}
+}
+
+// TestUDPInputsRepeatedUnderLoss: once the client has seen a gap in the
+// node's datagram sequence numbers, each INPUTS datagram goes a second
+// time udpInputRepeat later; the node takes each input once; after
+// udpLossMemory without a gap, once again.
+func TestUDPInputsRepeatedUnderLoss(t *testing.T) {
+	c, _, _, un, clk := setupUDP(t, nil)
+	r := connectUDP(t, c)
+	s := un.next()
+	s.recvType(t, roomwire.TypePing)
+	n := uint32(0)
+	frame := func(ack uint32) {
+		t.Helper()
+		n++
+		s.sendFrame(t, ack, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(n)}})
+		if got := frameNumbers(t, r, 1); !slices.Equal(got, []uint32{n}) {
+			t.Fatalf("frames %v, want [%d]", got, n)
+		}
+	}
+	send := func(d string) {
+		t.Helper()
+		if err := r.SendInput([]byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect := func(first, count uint32) {
+		t.Helper()
+		if got := recv(t, s.inputs, "INPUTS datagram"); got != [2]uint32{first, count} {
+			t.Fatalf("INPUTS (first, count) %v, want (%d, %d)", got, first, count)
+		}
+	}
+	none := func(why string) {
+		t.Helper()
+		select {
+		case got := <-s.inputs:
+			t.Fatalf("INPUTS %v sent again %s", got, why)
+		case <-time.After(50 * time.Millisecond): // over 10 × udpInputRepeat
+		}
+	}
+	frame(0) // the client has heard the node: INPUTs go unreliable
+	send("a")
+	expect(1, 1)
+	none("without loss")
+
+	s.lose() // the node's next datagram is lost on the way
+	frame(0)
+	send("b")
+	expect(1, 2)
+	expect(1, 2) // the repeat, udpInputRepeat later
+	frame(2)
+	send("c")
+	expect(3, 1)
+	expect(3, 1)
+	for _, d := range []string{"a", "b", "c"} {
+		if got := string(s.recvType(t, roomwire.TypeInput).m.(*roomwire.Input).Data); got != d {
+			t.Fatalf("the node took input %q, want %q: each once, in order", got, d)
+		}
+	}
+
+	clk.Advance(udpLossMemory) // no gap for as long: no repeats
+	frame(3)
+	send("d")
+	expect(4, 1)
+	none("udpLossMemory after the last gap")
+}
+
+// TestUDPRepeatBeatsLoss: through 30 % loss each way (internal/impair),
+// an input reaches the node in a datagram sent for it — its own or the
+// repeat, not the next input's, a tick later in a game — about
+// 1 − 0.3² = 91 % of the time, where one datagram per input would make
+// it 70 %. (Inputs go 25 ms apart, so the 4 ms repeat comes first.)
+func TestUDPRepeatBeatsLoss(t *testing.T) {
+	c, _, _, un, clk := setupUDP(t, nil)
+	px, front := impairFront(t, un, impair.Config{Seed: 5})
+	sock, err := NewUDPSocket(UDPSocketConfig{
+		Logger:   slog.New(slog.DiscardHandler),
+		Redirect: func(netip.AddrPort) netip.AddrPort { return front },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	c.cfg.UDPSocket = sock
+	r := connectUDP(t, c) // without loss: the fake node answers a handshake once
+	s := un.next()
+	loss := impair.Faults{Loss: 0.3}
+	for _, d := range []impair.Direction{impair.Up, impair.Down} {
+		if err := px.SetFaults(d, loss); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The node's datagrams (PONGs here) come through with gaps, and
+	// confirm the session: INPUTs go unreliable.
+	for range 30 {
+		s.sendUnreliable(t, &roomwire.Pong{ClientMS: uint64(clk.Now().UnixMilli())})
+		time.Sleep(time.Millisecond)
+	}
+	const inputs = 200
+	for k := range inputs {
+		if err := r.SendInput([]byte{byte(k)}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(25 * time.Millisecond) // the next tick
+	}
+	onTime := s.newest()
+	t.Logf("%d of %d inputs on time", onTime, inputs)
+	// Binomial(200, 0.91): 182 ± 4; with one datagram per input,
+	// Binomial(200, 0.7): 140 ± 6.5.
+	if onTime < 160 {
+		t.Errorf("%d of %d inputs reached the node in a datagram sent for them, want about 182 (at least 160; 140 without the repeat)", onTime, inputs)
+	}
+	if st := px.Stats(); st.Up.Lost == 0 || st.Down.Lost == 0 {
+		t.Errorf("proxy stats %+v: want losses both ways", st)
+	}
+	r.Close()
 }

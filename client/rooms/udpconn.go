@@ -33,6 +33,16 @@ const (
 	// received datagram sends them again without a new one
 	// (docs/protocol/rooms-udp.md §7).
 	udpInputResend = 20 * time.Millisecond
+	// udpInputRepeat is how long after an INPUTS datagram the client sends
+	// the unacknowledged inputs a second time while it has seen loss in the
+	// last udpLossMemory (docs/protocol/rooms-udp.md §7): a lost datagram's
+	// inputs then still make the node's next tick, instead of waiting a
+	// tick for the next INPUT; a few ms apart, so that one short burst of
+	// loss does not take both.
+	udpInputRepeat = 4 * time.Millisecond
+	// udpLossMemory is how long a gap in the node's datagram sequence
+	// numbers keeps udpInputRepeat on.
+	udpLossMemory = 5 * time.Second
 )
 
 // errUDPNoAnswer is the cause of a UDP handshake that got no reply in
@@ -86,9 +96,16 @@ type udpConn struct {
 	confirm atomic.Bool // a datagram of this session came from the node
 
 	recvAt atomic.Int64 // Config.Now of the last authenticated datagram, Unix ns
+	lossAt atomic.Int64 // Config.Now of the last gap in the node's sequence numbers, Unix ns; 0: none
 	wake   chan struct{}
 	doneCh chan struct{}
 	wg     sync.WaitGroup
+
+	// The highest sequence number of the node's datagrams opened so far
+	// (rxAny: one was); owned by the socket's reader, the one caller of
+	// input.
+	rxSeq uint64
+	rxAny bool
 
 	inMu sync.Mutex // guards in and free
 	in   [][]byte   // unreliable messages waiting for the reader
@@ -108,6 +125,7 @@ type udpConn struct {
 	inSentAt time.Time // the last INPUTS datagram
 	inBody   []byte    // an INPUTS body being built
 	inAck    atomic.Uint32
+	repeat   *time.Timer // runs repeatInputs udpInputRepeat after an INPUTS datagram under loss; nil until the first
 
 	mu    sync.Mutex // guards the fields below
 	dgram []byte     // sealing buffer
@@ -265,7 +283,7 @@ func (c *udpConn) sealLocked(channel byte, body []byte) {
 // input takes one datagram of this session from the socket's reader. It
 // reports whether the datagram was accepted.
 func (c *udpConn) input(b []byte) bool {
-	p, _, err := c.opener.Open(b[sealed.HeaderSize:sealed.HeaderSize], b)
+	p, seq, err := c.opener.Open(b[sealed.HeaderSize:sealed.HeaderSize], b)
 	if err != nil {
 		return false
 	}
@@ -273,8 +291,17 @@ func (c *udpConn) input(b []byte) bool {
 	if err != nil {
 		return false
 	}
+	now := c.now().UnixNano()
 	c.confirm.Store(true)
-	c.recvAt.Store(c.now().UnixNano())
+	c.recvAt.Store(now)
+	// The node numbers its datagrams 1, 2, 3 … (sealed): a number skipped
+	// is a datagram lost (or late) on the way here.
+	if c.rxAny && seq > c.rxSeq+1 {
+		c.lossAt.Store(now)
+	}
+	if !c.rxAny || seq > c.rxSeq {
+		c.rxSeq, c.rxAny = seq, true
+	}
 	switch ch {
 	case roomudp.ChannelKCP:
 		if c.kc.Input(body) != nil {
@@ -472,7 +499,27 @@ func (c *udpConn) sendInput(ack uint32, data []byte) error {
 	c.inLen[i] = uint8(len(b))
 	c.inNext++
 	c.sendInputsLocked()
+	if at := c.lossAt.Load(); at != 0 && c.now().UnixNano()-at < int64(udpLossMemory) {
+		if c.repeat == nil {
+			c.repeat = time.AfterFunc(udpInputRepeat, c.repeatInputs)
+		} else {
+			c.repeat.Reset(udpInputRepeat)
+		}
+	}
 	return nil
+}
+
+// repeatInputs sends the unacknowledged inputs a second time,
+// udpInputRepeat after sendInput sent them while the path was losing
+// datagrams. It does nothing once they are acknowledged or the session
+// ends (a timer that fires after kill finds closing set).
+func (c *udpConn) repeatInputs() {
+	c.encMu.Lock()
+	defer c.encMu.Unlock()
+	if c.closing.Load() || c.inNext == 0 || c.inAck.Load() >= c.inNext-1 {
+		return
+	}
+	c.sendInputsLocked()
 }
 
 // sendInputsLocked sends one INPUTS datagram with the newest inputs not

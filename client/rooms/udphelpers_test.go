@@ -50,8 +50,12 @@ type udpSession struct {
 
 	mu    sync.Mutex
 	inSeq uint32 // the highest input sequence delivered
-	addr  netip.AddrPort
-	buf   []byte
+	// inNewest counts the inputs first delivered by a datagram whose
+	// newest entry they were: sent for them (or repeated for them), not
+	// brought late by the next input's datagram
+	inNewest int
+	addr     netip.AddrPort
+	buf      []byte
 }
 
 // udpMsg is one message from the client and how it came.
@@ -249,6 +253,9 @@ func (s *udpSession) input(from netip.AddrPort, b []byte) {
 			fresh := seq > s.inSeq
 			if fresh {
 				s.inSeq = seq
+				if seq == in.FirstSeq+uint32(in.Count)-1 {
+					s.inNewest++
+				}
 			}
 			s.mu.Unlock()
 			if fresh {
@@ -328,4 +335,20 @@ func (s *udpSession) stop() {
 	delete(s.n.byConv, s.conv)
 	s.n.mu.Unlock()
 	s.kc.Close()
+}
+
+// lose seals a datagram and sends it nowhere: the client sees a gap in the
+// node's sequence numbers, as after a loss on the way.
+func (s *udpSession) lose() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = s.sealer.Seal(nil, []byte{roomudp.ChannelMessage})
+}
+
+// newest returns how many inputs the node took from a datagram whose
+// newest entry they were.
+func (s *udpSession) newest() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inNewest
 }
