@@ -69,10 +69,17 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	}
 	frame, _ := (&roomwire.Frame{Frames: []roomwire.TickFrame{{Number: 1}}}).AppendTo(nil)
 	if n := testing.AllocsPerRun(100, func() {
-		s.out.put(s, seal, roomudp.ChannelFrame, true, 3, frame, addr)
+		s.out.put(s, seal, roomudp.ChannelFrame, true, 3, frame, addr, false)
 		s.out.done(s.out.take())
 	}); n != 0 {
 		t.Errorf("FRAME with its acknowledgement: %v allocations per datagram", n)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		s.out.put(s, seal, roomudp.ChannelFrame, true, 3, frame, addr, true) // and once more, later
+		s.out.done(s.out.take())
+		s.out.again.release(s.out.again.n)
+	}); n != 0 {
+		t.Errorf("FRAME sent twice: %v allocations per datagram", n)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -231,6 +232,7 @@ type client struct {
 
 	mu       sync.Mutex
 	messages []received
+	replays  atomic.Int64 // datagrams the session's replay window dropped: copies
 }
 
 type received struct {
@@ -391,6 +393,9 @@ func (c *client) readLoop() {
 			return
 		}
 		p, _, err := c.open.Open(nil, buf[:n])
+		if errors.Is(err, sealed.ErrReplay) {
+			c.replays.Add(1)
+		}
 		if err != nil {
 			continue
 		}

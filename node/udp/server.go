@@ -551,27 +551,61 @@ func (s *Server) janitor(ctx context.Context) {
 	}
 }
 
-// writeLoop writes what the sessions queue, in batches.
+// writeLoop writes what the sessions queue, in batches, and the FRAMEs
+// to repeat when they are due.
 func (s *Server) writeLoop(ctx context.Context, uc *udpio.Conn) {
+	again := time.NewTimer(time.Hour)
+	again.Stop()
+	defer again.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.out.wake:
+		case <-again.C:
 		}
-		batch := s.out.take()
-		if len(batch) == 0 {
-			continue
-		}
-		n, err := uc.WriteBatch(batch)
-		s.m.out.Add(float64(n))
-		s.m.writes.Inc()
-		s.out.done(batch)
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+		if batch := s.out.take(); len(batch) > 0 {
+			n, err := uc.WriteBatch(batch)
+			s.out.done(batch)
+			if !s.wrote(n, err) {
 				return
 			}
-			s.log.Warn("udp write failed", "err", err)
+		}
+		for {
+			now := time.Now()
+			s.out.mu.Lock()
+			run, next := s.out.again.dueAt(now)
+			s.out.mu.Unlock()
+			if len(run) > 0 {
+				n, err := uc.WriteBatch(run)
+				s.out.mu.Lock()
+				s.out.again.release(len(run))
+				s.out.mu.Unlock()
+				if !s.wrote(n, err) {
+					return
+				}
+			}
+			if next.IsZero() {
+				break
+			}
+			if d := next.Sub(now); d > 0 {
+				again.Reset(d)
+				break
+			}
 		}
 	}
+}
+
+// wrote counts a written batch and reports whether the socket is still
+// open.
+func (s *Server) wrote(n int, err error) bool {
+	s.m.out.Add(float64(n))
+	s.m.writes.Inc()
+	if err != nil {
+		if errors.Is(err, net.ErrClosed) {
+			return false
+		}
+		s.log.Warn("udp write failed", "err", err)
+	}
+	return true
 }

@@ -52,6 +52,7 @@ type session struct {
 	heardAny    bool
 	lastHeard   time.Time
 	established bool      // a SESSION datagram arrived
+	lossyUntil  time.Time // FRAMEs go twice until then: see heard
 	budget      int       // bytes the node may still send while not established
 	closing     bool      // no more sends
 	closeAt     time.Time // forget then (zero: not closing)
@@ -176,8 +177,8 @@ func (ss *session) sendPayload(p []byte, unreliable bool) bool {
 	s := ss.s
 	if unreliable && len(p) > 0 && roomwire.Type(p[0]) == roomwire.TypeFrame {
 		if len(p) <= s.cfg.MTU-roomudp.SessionOverhead-roomudp.FrameHeaderSize {
-			if to, ok := ss.liveDest(); ok {
-				s.out.put(s, ss.send, roomudp.ChannelFrame, true, ss.inSeq.Load(), p, to)
+			if to, ok, twice := ss.frameDest(time.Now()); ok {
+				s.out.put(s, ss.send, roomudp.ChannelFrame, true, ss.inSeq.Load(), p, to, twice)
 			}
 			return true
 		}
@@ -255,6 +256,14 @@ func (ss *session) dest() netip.AddrPort {
 }
 
 // liveDest returns the session's address and whether it is established.
+// frameDest is liveDest for a FRAME, and whether to send it twice: while
+// the client's datagrams showed a gap in the last lossMemory.
+func (ss *session) frameDest(now time.Time) (to netip.AddrPort, ok, twice bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.addr, ss.established, now.Before(ss.lossyUntil)
+}
+
 func (ss *session) liveDest() (netip.AddrPort, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -269,6 +278,12 @@ func (ss *session) heard(seq uint64, from netip.AddrPort) {
 	first := !ss.established
 	ss.established = true
 	ss.lastHeard = time.Now()
+	if ss.heardAny && seq > ss.maxSeq+1 {
+		// A gap in the client's sequence numbers: one of its datagrams
+		// was lost (or is late). A path that loses one way mostly loses
+		// the other way too; see repeatFor.
+		ss.lossyUntil = ss.lastHeard.Add(lossMemory)
+	}
 	if !ss.heardAny || seq > ss.maxSeq {
 		ss.heardAny, ss.maxSeq = true, seq
 		ss.addr = from
@@ -307,6 +322,7 @@ type outQueue struct {
 	cur   []udpio.Message // cur[:n] are queued
 	spare []udpio.Message // being written, or free
 	n     int
+	again repeatRing // FRAMEs to send a second time (repeat.go)
 }
 
 func (q *outQueue) init(n int) {
@@ -320,6 +336,7 @@ func (q *outQueue) init(n int) {
 		return ms
 	}
 	q.cur, q.spare = mk(), mk()
+	q.again.init(max(n/4, 1))
 }
 
 func (q *outQueue) signal() {
@@ -332,12 +349,13 @@ func (q *outQueue) signal() {
 // seal queues one SESSION datagram: channel ch and body, sealed in place
 // by sl, to addr. A full queue drops it (counted).
 func (q *outQueue) seal(s *Server, sl *sealed.Sealer, ch byte, body []byte, addr netip.AddrPort) {
-	q.put(s, sl, ch, false, 0, body, addr)
+	q.put(s, sl, ch, false, 0, body, addr, false)
 }
 
 // put is seal with, when pre, the 4 bytes of u32 pre32 before body (a
-// FRAME's input acknowledgement).
-func (q *outQueue) put(s *Server, sl *sealed.Sealer, ch byte, pre bool, pre32 uint32, body []byte, addr netip.AddrPort) {
+// FRAME's input acknowledgement); with twice, the sealed datagram is also
+// kept to be sent again repeatDelay later.
+func (q *outQueue) put(s *Server, sl *sealed.Sealer, ch byte, pre bool, pre32 uint32, body []byte, addr netip.AddrPort, twice bool) {
 	q.mu.Lock()
 	if q.n == len(q.cur) {
 		q.mu.Unlock()
@@ -360,6 +378,9 @@ func (q *outQueue) put(s *Server, sl *sealed.Sealer, ch byte, pre bool, pre32 ui
 	}
 	m.Buf, m.Addr = out, addr
 	q.n++
+	if twice && q.again.push(out, addr, time.Now().Add(repeatDelay)) {
+		s.m.repeats.Inc()
+	}
 	q.mu.Unlock()
 	q.signal()
 }

@@ -667,3 +667,31 @@ func TestReadRate(t *testing.T) {
 		t.Errorf("%v PINGs reached the room's dispatcher, want at most 40", n)
 	}
 }
+
+// TestFramesTwiceAfterLoss: while a session's datagrams show a gap (one of
+// the client's was lost), the node sends each FRAME a second time, the same
+// sealed bytes a few milliseconds later, which the client's replay window
+// drops when the first arrived; on a clean path it sends each once.
+func TestFramesTwiceAfterLoss(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-twice", 1)
+	tk, kid, sk := e.ticket("r-twice", 0)
+	c := e.newClient(kid, sk)
+	c.handshake(helloBytes(t, tk))
+	c.reliable(&roomwire.Ready{})
+	c.await(roomwire.TypeFrame)
+	clean := c.count(roomwire.TypeFrame)
+	waitFor(t, "ten more frames", func() bool { return c.count(roomwire.TypeFrame) >= clean+10 })
+	if got := e.counter("switchboard_node_udp_frame_repeats_total"); got != 0 {
+		t.Fatalf("%v FRAMEs repeated on a clean path", got)
+	}
+	if n := c.replays.Load(); n != 0 {
+		t.Fatalf("client saw %d copies on a clean path", n)
+	}
+
+	c.seal(roomudp.ChannelMessage, []byte{byte(roomwire.TypePing)}) // sealed, never sent: a lost datagram
+	c.pingPong()
+	waitFor(t, "ten repeated FRAMEs, dropped by the client as copies", func() bool {
+		return e.counter("switchboard_node_udp_frame_repeats_total") >= 10 && c.replays.Load() >= 10
+	})
+}
