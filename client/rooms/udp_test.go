@@ -715,3 +715,41 @@ func TestUDPRepeatBeatsLoss(t *testing.T) {
 	}
 	r.Close()
 }
+
+// TestUDPInputsRepeatedWhenTheNodeRepeats: a copy of a datagram the client
+// already has (the node sends FRAMEs twice while it sees this client's
+// datagrams lost) puts the client's INPUTS on the same footing: twice,
+// although it saw no gap of its own.
+func TestUDPInputsRepeatedWhenTheNodeRepeats(t *testing.T) {
+	c, _, _, un, _ := setupUDP(t, nil)
+	r := connectUDP(t, c)
+	s := un.next()
+	s.recvType(t, roomwire.TypePing)
+	s.sendFrame(t, 0, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(1)}})
+	frameNumbers(t, r, 1)
+	if err := r.SendInput([]byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, s.inputs, "INPUTS datagram"); got != [2]uint32{1, 1} {
+		t.Fatalf("INPUTS %v", got)
+	}
+	select {
+	case got := <-s.inputs:
+		t.Fatalf("INPUTS %v sent twice on a clean path", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+
+	s.mu.Lock()
+	s.twice = true
+	s.mu.Unlock()
+	s.sendFrame(t, 0, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(2)}})
+	frameNumbers(t, r, 1)
+	if err := r.SendInput([]byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the datagram and its repeat
+		if got := recv(t, s.inputs, "INPUTS datagram"); got != [2]uint32{1, 2} {
+			t.Fatalf("INPUTS %v, want (1, 2)", got)
+		}
+	}
+}

@@ -284,6 +284,14 @@ func (c *udpConn) sealLocked(channel byte, body []byte) {
 // reports whether the datagram was accepted.
 func (c *udpConn) input(b []byte) bool {
 	p, seq, err := c.opener.Open(b[sealed.HeaderSize:sealed.HeaderSize], b)
+	if errors.Is(err, sealed.ErrReplay) {
+		// A second copy: the node sends each FRAME twice while it sees
+		// this client's datagrams lost (rooms-udp.md §7). The copy of a
+		// FRAME that was lost arrives in order and shows no gap, so the
+		// copies are how this client learns that its own datagrams are
+		// being lost, and that its INPUTS should go twice too.
+		c.lossAt.Store(c.now().UnixNano())
+	}
 	if err != nil {
 		return false
 	}

@@ -49,6 +49,7 @@ type udpSession struct {
 	inputs chan [2]uint32
 
 	mu    sync.Mutex
+	twice bool   // send every datagram twice, as the node does under loss
 	inSeq uint32 // the highest input sequence delivered
 	// inNewest counts the inputs first delivered by a datagram whose
 	// newest entry they were: sent for them (or repeated for them), not
@@ -217,6 +218,9 @@ func (s *udpSession) write(channel byte, body []byte) {
 		return
 	}
 	_, _ = s.n.pc.WriteToUDPAddrPort(out, s.addr)
+	if s.twice {
+		_, _ = s.n.pc.WriteToUDPAddrPort(out, s.addr) // the node's copy under loss
+	}
 }
 
 func (s *udpSession) input(from netip.AddrPort, b []byte) {

@@ -49,7 +49,7 @@ func newMetrics() *metrics {
 		in:       prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_datagrams_in_total", Help: "UDP datagrams received, before any check."}),
 		out:      prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_datagrams_out_total", Help: "UDP datagrams written."}),
 		writes:   prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_write_batches_total", Help: "Batches the writer handed to the socket (datagrams out / batches = the average batch; each batch is one sendmmsg per udpio batch size)."}),
-		repeats:  prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_frame_repeats_total", Help: "FRAME datagrams sent a second time, 4 ms after the first, to sessions whose datagrams showed loss in the last 5 s (rooms-udp.md §7)."}),
+		repeats:  prometheus.NewCounter(prometheus.CounterOpts{Name: "switchboard_node_udp_frame_repeats_total", Help: "FRAME datagrams sent a second time, 2 ms after the first, to sessions whose datagrams showed loss in the last 5 s (rooms-udp.md §7)."}),
 		drop:     map[string]prometheus.Counter{},
 		hs:       map[string]prometheus.Counter{},
 		inputs:   map[string]prometheus.Counter{},
