@@ -3,6 +3,7 @@ package impair
 import (
 	"errors"
 	"fmt"
+	"github.com/switchboardgg/switchboard/internal/duequeue"
 	"log/slog"
 	"math/rand/v2"
 	"net"
@@ -31,10 +32,9 @@ type Proxy struct {
 	rebinds atomic.Uint64
 
 	qmu   sync.Mutex
-	queue queue    // guarded by qmu
-	free  [][]byte // guarded by qmu: spare buffers
-	bufs  int      // guarded by qmu: buffers allocated, at most QueueDepth
-	order uint64   // guarded by qmu: insertion counter, breaks ties
+	queue duequeue.Queue[packet] // guarded by qmu
+	free  [][]byte               // guarded by qmu: spare buffers
+	bufs  int                    // guarded by qmu: buffers allocated, at most QueueDepth
 
 	wg sync.WaitGroup
 }
@@ -344,9 +344,8 @@ func (p *Proxy) enqueue(d Direction, c *client, b []byte, due time.Time) {
 		p.dirs[d].overflowed.Add(1)
 		return
 	}
-	p.order++
-	p.queue.push(item{due: due, order: p.order, dir: d, c: c, buf: buf, n: copy(buf, b)})
-	first := p.queue.items[0].order == p.order
+	first := p.queue.Len() == 0 || due.Before(p.queue.Top().Due)
+	p.queue.Push(due, packet{dir: d, c: c, buf: buf, n: copy(buf, b)})
 	p.qmu.Unlock()
 	if first {
 		select {
@@ -361,29 +360,29 @@ func (p *Proxy) schedule() {
 	defer p.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	var batch []item
+	var batch []duequeue.Item[packet]
 	for {
 		p.qmu.Lock()
 		now := time.Now()
 		batch = batch[:0]
-		for len(p.queue.items) > 0 && !p.queue.items[0].due.After(now) {
-			batch = append(batch, p.queue.pop())
+		for p.queue.Len() > 0 && !p.queue.Top().Due.After(now) {
+			batch = append(batch, p.queue.Pop())
 		}
 		wait := time.Hour
-		if len(p.queue.items) > 0 {
-			wait = p.queue.items[0].due.Sub(now)
+		if p.queue.Len() > 0 {
+			wait = p.queue.Top().Due.Sub(now)
 		}
 		p.qmu.Unlock()
 
 		for i := range batch {
 			it := &batch[i]
-			p.send(it.dir, it.c, it.buf[:it.n])
+			p.send(it.Value.dir, it.Value.c, it.Value.buf[:it.Value.n])
 		}
 		if len(batch) > 0 {
 			p.qmu.Lock()
 			for i := range batch {
-				p.free = append(p.free, batch[i].buf)
-				batch[i] = item{}
+				p.free = append(p.free, batch[i].Value.buf)
+				batch[i] = duequeue.Item[packet]{}
 			}
 			p.qmu.Unlock()
 		}

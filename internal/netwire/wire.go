@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/switchboardgg/switchboard/internal/duequeue"
 	"io"
 	mrand "math/rand/v2"
 	"os"
@@ -137,11 +138,10 @@ type direction struct {
 	f   Faults // this direction's
 
 	// owned by the direction's goroutine
-	q        queue
+	q        *duequeue.Queue[[]byte]
 	free     [][]byte  // buffers of MaxPacket+1 bytes not in use
 	cur      []byte    // the buffer the next read goes into
 	buffers  int       // buffers allocated so far, at most Limit+1
-	order    uint64    // packets queued so far
 	lastDue  time.Time // the newest packet's due time (order kept unless Reorder)
 	deadline time.Time // the read deadline set on the device
 	rng      *mrand.Rand
@@ -154,7 +154,7 @@ func newDirection(cfg Config, f Faults, seed, stream uint64) *direction {
 	return &direction{
 		cfg:  cfg,
 		f:    f,
-		q:    queue{items: make([]item, 0, cfg.Limit)},
+		q:    duequeue.New[[]byte](cfg.Limit),
 		free: make([][]byte, 0, cfg.Limit+1),
 		rng:  mrand.New(mrand.NewPCG(seed, stream)),
 	}
@@ -204,8 +204,8 @@ func closedIsNil(err error) error {
 // due, or wait for a packet when none is.
 func (d *direction) setDeadline(in deadliner) error {
 	var want time.Time
-	if d.q.len() > 0 {
-		want = d.q.top().due
+	if d.q.Len() > 0 {
+		want = d.q.Top().Due
 	}
 	if want.Equal(d.deadline) {
 		return nil
@@ -238,7 +238,7 @@ func (d *direction) accept(n int, now time.Time) {
 		return
 	case n == 0:
 		return
-	case d.q.len() >= d.cfg.Limit:
+	case d.q.Len() >= d.cfg.Limit:
 		d.overflowed.Add(1)
 		return
 	case d.f.Loss > 0 && d.rng.Float64() < d.f.Loss:
@@ -253,17 +253,16 @@ func (d *direction) accept(n int, now time.Time) {
 		due = d.lastDue
 	}
 	d.lastDue = due
-	d.q.push(item{due: due, order: d.order, buf: d.cur[:n]})
-	d.order++
+	d.q.Push(due, d.cur[:n])
 	d.cur = nil
 }
 
 // release writes every packet due by now to out.
 func (d *direction) release(out io.Writer, now time.Time) error {
-	for d.q.len() > 0 && !d.q.top().due.After(now) {
-		it := d.q.pop()
-		_, err := out.Write(it.buf)
-		d.free = append(d.free, it.buf[:cap(it.buf)])
+	for d.q.Len() > 0 && !d.q.Top().Due.After(now) {
+		it := d.q.Pop()
+		_, err := out.Write(it.Value)
+		d.free = append(d.free, it.Value[:cap(it.Value)])
 		switch {
 		case err == nil:
 			d.forwarded.Add(1)
