@@ -538,12 +538,18 @@ func TestDTLSReleasedIdentity(t *testing.T) {
 	c.send(append(hdr(tClose), h.id[:]...))
 	waitFor(t, "no DTLS connection", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 0 })
 
+	// The node finishes the handshake and closes at once: the close can
+	// reach the client before its own last handshake step (the dial then
+	// fails with close_notify) or after it (the first read fails). The
+	// refused count below says which side closed it, and why.
 	again, err := dialDTLS(t, addr, h.id[:], h.key)
-	if err != nil {
+	switch {
+	case err != nil && !strings.Contains(err.Error(), "CloseNotify"):
 		t.Fatal(err)
-	}
-	if got, err := again.recv(5 * time.Second); err == nil || errors.Is(err, errTimeout) {
-		t.Fatalf("released identity: got % x, %v; want the connection closed", got, err)
+	case err == nil:
+		if got, err := again.recv(5 * time.Second); err == nil || errors.Is(err, errTimeout) {
+			t.Fatalf("released identity: got % x, %v; want the connection closed", got, err)
+		}
 	}
 	waitFor(t, "no DTLS connection", func() bool { return f.gauge("switchboard_relay_dtls_connections") == 0 })
 	if got := f.value("switchboard_relay_dtls_handshakes_total", "result", "refused"); got != 1 {

@@ -605,7 +605,9 @@ func TestUDPInputsRepeatedUntilAcknowledged(t *testing.T) {
 // time udpInputRepeat later; the node takes each input once; after
 // udpLossMemory without a gap, once again.
 func TestUDPInputsRepeatedUnderLoss(t *testing.T) {
-	c, _, _, un, clk := setupUDP(t, nil)
+	// The test clock jumps udpLossMemory below; that must not read as the
+	// node's silence (5 s too by default), or the watchdog reconnects.
+	c, _, _, un, clk := setupUDP(t, func(cfg *Config) { cfg.SilenceTimeout = 10 * udpLossMemory })
 	r := connectUDP(t, c)
 	s := un.next()
 	s.recvType(t, roomwire.TypePing)
@@ -743,7 +745,15 @@ func TestUDPInputsRepeatedWhenTheNodeRepeats(t *testing.T) {
 	s.twice = true
 	s.mu.Unlock()
 	s.sendFrame(t, 0, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(2)}})
-	frameNumbers(t, r, 1)
+	s.mu.Lock()
+	s.twice = false
+	s.mu.Unlock()
+	// Frame 3 comes after frame 2's copy: once it is delivered, the client
+	// has seen the copy.
+	s.sendFrame(t, 0, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(3)}})
+	if got := frameNumbers(t, r, 2); !slices.Equal(got, []uint32{2, 3}) {
+		t.Fatalf("frames %v, want [2 3]", got)
+	}
 	if err := r.SendInput([]byte("b")); err != nil {
 		t.Fatal(err)
 	}
