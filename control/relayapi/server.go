@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -335,7 +334,7 @@ func writeProblem(w http.ResponseWriter, p *problem) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	if p.retryAfter > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64((p.retryAfter+time.Second-1)/time.Second), 10))
+		h.Set("Retry-After", httpapi.RetryAfter(p.retryAfter))
 	}
 	w.WriteHeader(p.status)
 	_, _ = w.Write(append(data, '\n'))

@@ -36,9 +36,13 @@ func RateLimited(wait time.Duration) *Error {
 	return &e
 }
 
-// retryAfter is the Retry-After value of e: whole seconds, rounded up.
-func (e *Error) retryAfter() string {
-	return strconv.FormatInt(int64((e.RetryAfter+time.Second-1)/time.Second), 10)
+// retryAfter is the Retry-After value of e.
+func (e *Error) retryAfter() string { return RetryAfter(e.RetryAfter) }
+
+// RetryAfter is a Retry-After header's value for a wait of d: whole
+// seconds, rounded up. Every API's 429 (relayapi's too) writes it so.
+func RetryAfter(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 func (e *Error) Error() string {
