@@ -257,18 +257,9 @@ func (s *System) bindListeners() error {
 			return err
 		}
 	}
-	if c.Roles&RoleHub != 0 { // its own TLS: see startHub
-		addr := c.Hub.Addr
-		if addr == "" {
-			addr = DefaultListenAddr
-		}
-		if err := bind("hub", addr, c.Hub.Listener, false); err != nil {
+	if c.Roles&RoleHub != 0 {
+		if err := s.bindHub(); err != nil {
 			return err
-		}
-		if !c.Hub.Hub.DisableUDP { // the TLS port's number (issue 11)
-			if err := s.bindUDP("hub_udp", s.bound["hub"].addr); err != nil {
-				return err
-			}
 		}
 	}
 	if c.Admin.Addr != "" || c.Admin.Listener != nil {
