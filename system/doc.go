@@ -21,13 +21,12 @@
 //
 // [Start] locks the data dir (one process per data dir: a second one gets
 // a [*LockedError] naming the owner's pid), binds the TCP listeners of
-// the game node, the API, the hub and the admin listener and the relay's
-// UDP, WebSocket and DTLS listeners before it starts anything, the
-// backbone included (so that an address in use registers no node and
-// leaves nothing running), starts every role (the node's UDP socket and
-// the hub's UDP port — the hub's TLS port number, unless
-// p2p.Config.DisableUDP — bind their own) and returns once all of them
-// serve; only then is the ready file written. [System.Drain] stops the game node first (its players get
+// the game node, the API, the hub and the admin listener, the game node's
+// UDP socket, the hub's UDP port (the hub's TLS port number, unless
+// p2p.Config.DisableUDP) and the relay's UDP, WebSocket and DTLS
+// listeners before it starts anything, the backbone included (so that an
+// address in use registers no node and leaves nothing running), starts
+// every role and returns once all of them serve; only then is the ready file written. [System.Drain] stops the game node first (its players get
 // ERROR 10), then the HTTP servers, then closes the rest;
 // [System.Close] closes everything at once. Both remove the ready file
 // and unlock the data dir, and Close is idempotent.

@@ -110,16 +110,7 @@ func (s *System) startHub(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("system: %w", err)
 	}
-	var pc *net.UDPConn // the hub's UDP port: the TLS port's number (issue 11)
-	if !hc.DisableUDP {
-		ua, err := net.ResolveUDPAddr("udp", bound)
-		if err != nil {
-			return fmt.Errorf("system: hub UDP address %q: %w", bound, err)
-		}
-		if pc, err = net.ListenUDP("udp", ua); err != nil {
-			return fmt.Errorf("system: hub UDP port: %w", err)
-		}
-	}
+	pc := s.boundUDP("hub_udp") // the TLS port's number (issue 11), by bindListeners; nil with DisableUDP
 	public := c.Hub.PublicAddr
 	if public == "" {
 		public = bound

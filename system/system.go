@@ -226,8 +226,9 @@ func (s *System) listen(name, addr string, given net.Listener, useTLS bool) (net
 }
 
 // bindListeners binds the TCP listeners of the game node, the API, the
-// hub and the admin listener, and the relay's UDP, WebSocket and DTLS
-// listeners, before any role starts, so that an address in use fails
+// hub and the admin listener, the UDP sockets of the game node and the
+// hub, and the relay's UDP, WebSocket and DTLS listeners, before any role
+// starts, so that an address in use fails
 // Start before a game node registers (and then disappears again) and
 // before the backbone starts.
 func (s *System) bindListeners() error {
@@ -245,18 +246,19 @@ func (s *System) bindListeners() error {
 		if err := bind("node_ws", c.Node.Addr, c.Node.Listener, true); err != nil {
 			return err
 		}
+		if c.Node.UDPAddr != "" {
+			if err := s.bindUDP("node_udp", c.Node.UDPAddr); err != nil {
+				return err
+			}
+		}
 	}
 	if c.Roles&RoleControl != 0 {
 		if err := bind("api", c.API.Addr, c.API.Listener, true); err != nil {
 			return err
 		}
 	}
-	if c.Roles&RoleHub != 0 { // its own TLS: see startHub
-		addr := c.Hub.Addr
-		if addr == "" {
-			addr = DefaultListenAddr
-		}
-		if err := bind("hub", addr, c.Hub.Listener, false); err != nil {
+	if c.Roles&RoleHub != 0 {
+		if err := s.bindHub(); err != nil {
 			return err
 		}
 	}
@@ -370,14 +372,9 @@ func (s *System) startNode(ctx context.Context) error {
 	ln, bound := s.bound["node_ws"].ln, s.bound["node_ws"].addr
 	s.ready.NodeWS = s.scheme("ws://", "wss://") + bound + node.Path
 	s.ready.NodeID = id
-	var pc *net.UDPConn
-	if c.Node.UDPAddr != "" {
-		var err error
-		if pc, err = listenUDP(c.Node.UDPAddr); err != nil {
-			ln.Close()
-			return err
-		}
-		s.ready.NodeUDP = pc.LocalAddr().String()
+	pc := s.boundUDP("node_udp") // bindListeners; nil without --node-udp
+	if pc != nil {
+		s.ready.NodeUDP = s.bound["node_udp"].addr
 	}
 	bb, db, err := s.connect(ctx, "node")
 	if err != nil {
@@ -434,19 +431,6 @@ func (s *System) startNode(ctx context.Context) error {
 		s.serve("node udp", func() error { return u.Serve(pc) })
 	}
 	return nil
-}
-
-// listenUDP opens the node's UDP socket.
-func listenUDP(addr string) (*net.UDPConn, error) {
-	ua, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("system: %w: node_udp address %q: %v", ErrConfig, addr, err)
-	}
-	pc, err := net.ListenUDP("udp", ua)
-	if err != nil {
-		return nil, fmt.Errorf("system: node_udp listener: %w", err)
-	}
-	return pc, nil
 }
 
 func closeUDP(pc *net.UDPConn) {

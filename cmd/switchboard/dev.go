@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/switchboardgg/switchboard/node/udp"
 	"github.com/switchboardgg/switchboard/system"
 )
 
@@ -22,6 +23,14 @@ const (
 	// strict DefaultLoginRate and DefaultLoginBurst.
 	devLoginRate  = 10000.0
 	devLoginBurst = 10000
+
+	// devSourceHandshakeRate and devSourceHandshakeBurst are dev's limit
+	// of new UDP HANDSHAKEs per source address: the node-wide limit's,
+	// since every bot and test client of one machine shares its address
+	// (`bench rooms --transport udp` joins 64 at a time). `serve node`
+	// keeps udp.DefaultSourceHandshakeRate and DefaultSourceHandshakeBurst.
+	devSourceHandshakeRate  = udp.DefaultHandshakeRate
+	devSourceHandshakeBurst = udp.DefaultHandshakeBurst
 )
 
 func newDevCmd() *cobra.Command {
@@ -81,7 +90,7 @@ SIGHUP reloads the TLS certificate.`,
 	f.BoolVar(&o.hub, "hub", false, "run the P2P hub too (TLS on --hub-addr; --allow-anonymous applies to it as well)")
 	addCommonFlags(f, o)
 	addControlTuning(f, o, devLoginRate, devLoginBurst)
-	addNodeTuning(f, o)
+	addNodeTuning(f, o, devSourceHandshakeRate, devSourceHandshakeBurst)
 	addHubFlags(f, o, "hub-addr")
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/switchboardgg/switchboard/control"
+	"github.com/switchboardgg/switchboard/node/udp"
 	"github.com/switchboardgg/switchboard/system"
 )
 
@@ -70,7 +71,7 @@ func newServeRoleCmd(r system.Role) *cobra.Command {
 		f.StringVar(&o.cfg.Node.Addr, "node", defaultNodeAddr, "game node WebSocket listen address")
 		f.StringVar(&o.cfg.Node.UDPAddr, "node-udp", "", "game node UDP listen address, e.g. 0.0.0.0:7701 (the encrypted UDP channel); empty: WebSocket only")
 		f.StringVar(&o.cfg.Node.Node.Region, "region", "", "region this node serves (rooms created with a region go to its nodes)")
-		addNodeTuning(f, o)
+		addNodeTuning(f, o, udp.DefaultSourceHandshakeRate, udp.DefaultSourceHandshakeBurst)
 	case system.RoleRelay:
 		cmd.Short = "Serve a relay node (Unity Relay protocol over UDP and WebSocket)"
 		addRelayListenFlags(f, o, "127.0.0.1:7702")

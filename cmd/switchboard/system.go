@@ -172,7 +172,9 @@ func addControlTuning(f *pflag.FlagSet, o *systemOptions, loginRate float64, log
 		fmt.Sprintf("peer cap of a P2P network made without max_peers (by its first join; at most %d)", api.MaxMaxPeers))
 }
 
-func addNodeTuning(f *pflag.FlagSet, o *systemOptions) {
+// addNodeTuning registers the node role's limits with the given default
+// rate and burst of new UDP HANDSHAKEs per source address.
+func addNodeTuning(f *pflag.FlagSet, o *systemOptions, srcRate, srcBurst int) {
 	f.DurationVar(&o.frameRetention, "frame-retention", 0,
 		"how long the node keeps frames for FRAME_REQ and resume (0: 60s, the protocol's minimum for clients)")
 	f.StringVar(&o.cfg.Node.ID, "node-id", "",
@@ -183,6 +185,10 @@ func addNodeTuning(f *pflag.FlagSet, o *systemOptions) {
 		"UDP address clients are told (connect.udp), HOST:PORT (default: the bound --node-udp address)")
 	f.IntVar(&o.cfg.Node.UDP.MTU, "node-udp-mtu", udp.DefaultMTU,
 		"largest UDP datagram the node sends, in bytes")
+	f.IntVar(&o.cfg.Node.UDP.SourceHandshakeRate, "node-udp-source-handshake-rate", srcRate,
+		"new UDP HANDSHAKEs (joins and resumes) per second one IPv4 address or IPv6 /64 may send; beyond, they are dropped unanswered; negative turns the limit off")
+	f.IntVar(&o.cfg.Node.UDP.SourceHandshakeBurst, "node-udp-source-handshake-burst", srcBurst,
+		"new UDP HANDSHAKEs one IPv4 address or IPv6 /64 may send at once above --node-udp-source-handshake-rate")
 }
 
 // resolveKeys fills the keys given by environment variables.

@@ -24,6 +24,22 @@ const (
 	DefaultOutQueue         = 4096
 	DefaultHandshakeRate    = 5000
 	DefaultHandshakeBurst   = 500
+	// DefaultSourceHandshakeRate and DefaultSourceHandshakeBurst are the
+	// new HANDSHAKEs a second one source may send, and at once. A client
+	// costs one per connection attempt (its retransmissions are free), so
+	// 20 a second is 1,200 joins and resumes a minute from one address:
+	// far more than a NAT of a few hundred players makes in play, and a
+	// burst of 40 seats a LAN party of 40 at once (the rest within 2 s at
+	// 20 a second, or over WebSocket after the 2 s fallback). One source
+	// at it takes 0.4 % of DefaultHandshakeRate: it takes 250 addresses
+	// flooding at once to use up the node's.
+	DefaultSourceHandshakeRate  = 20
+	DefaultSourceHandshakeBurst = 40
+	// DefaultMaxHandshakeSources is the size of the per-source table:
+	// 32 bytes each, 512 KiB. A bucket that refilled is worth nothing, so
+	// the table needs to hold only the sources that sent a HANDSHAKE in
+	// the last burst/rate = 2 s.
+	DefaultMaxHandshakeSources = 16384
 	// DefaultReadRate and DefaultReadBurst are a WebSocket connection's
 	// read budget (node.DefaultReadRate, node.DefaultReadBurst).
 	DefaultReadRate  = node.DefaultReadRate
@@ -67,6 +83,20 @@ type Config struct {
 	// (BenchmarkDropHandshake, a shared 2-core machine), so the default
 	// caps what a flood of them takes at a few percent of a core.
 	HandshakeRate, HandshakeBurst int
+	// SourceHandshakeRate and SourceHandshakeBurst bound the same
+	// HANDSHAKEs per source, an IPv4 address or an IPv6 /64, checked
+	// first: beyond them a HANDSHAKE is dropped (source_rate) before it
+	// costs a key derivation or the node-wide budget, so that one address
+	// flooding HANDSHAKEs keeps nobody else out. A HANDSHAKE the node-wide
+	// limit drops is not charged to its source. Zero means
+	// DefaultSourceHandshakeRate and DefaultSourceHandshakeBurst; a
+	// negative SourceHandshakeRate turns the per-source limit off (a load
+	// test whose players all share one address).
+	SourceHandshakeRate, SourceHandshakeBurst int
+	// MaxHandshakeSources is how many sources the per-source limit
+	// tracks (rounded up to a multiple of 8), allocated by New; a new
+	// source takes the place of the one whose bucket is fullest.
+	MaxHandshakeSources int
 	// ReadRate and ReadBurst are the bytes per second a session may send
 	// on average, and at once, as a WebSocket connection's read budget:
 	// authenticated datagrams beyond them are dropped (reason rate), so
@@ -102,6 +132,9 @@ func (c Config) withDefaults() (Config, error) {
 	set(&c.OutQueue, DefaultOutQueue)
 	set(&c.HandshakeRate, DefaultHandshakeRate)
 	set(&c.HandshakeBurst, DefaultHandshakeBurst)
+	set(&c.SourceHandshakeRate, DefaultSourceHandshakeRate)
+	set(&c.SourceHandshakeBurst, DefaultSourceHandshakeBurst)
+	set(&c.MaxHandshakeSources, DefaultMaxHandshakeSources)
 	set(&c.ReadRate, DefaultReadRate)
 	set(&c.ReadBurst, DefaultReadBurst)
 	setD(&c.IdleTimeout, DefaultIdleTimeout)
@@ -118,7 +151,8 @@ func (c Config) withDefaults() (Config, error) {
 	case c.IdleTimeout < 0 || c.HandshakeTimeout < 0 || c.Linger < 0:
 		return c, fmt.Errorf("udp: negative timeout: %w", ErrConfig)
 	case c.MaxSessions < 1 || c.MaxPending < 1 || c.SendQueue < 1 || c.OutQueue < 1 || c.Batch < 0 ||
-		c.HandshakeRate < 1 || c.HandshakeBurst < 1 || c.ReadRate < 1:
+		c.HandshakeRate < 1 || c.HandshakeBurst < 1 || c.ReadRate < 1 ||
+		c.SourceHandshakeBurst < 1 || c.MaxHandshakeSources < 1:
 		return c, fmt.Errorf("udp: a limit below 1: %w", ErrConfig)
 	case c.ReadBurst < roomudp.MaxDatagram:
 		return c, fmt.Errorf("udp: ReadBurst %d below the largest datagram (%d): %w", c.ReadBurst, roomudp.MaxDatagram, ErrConfig)

@@ -41,6 +41,11 @@
 //
 // # Bounds
 //
+// New HANDSHAKEs (retransmissions of a known attempt are free): per
+// source, an IPv4 address or IPv6 /64, Config.SourceHandshakeRate a second
+// (beyond: dropped, reason source_rate, before any key derivation; the
+// table of sources is fixed, see sourceLimiter), then for the whole node
+// Config.HandshakeRate (beyond: busy).
 // Config.MaxSessions sessions and Config.MaxPending handshakes; per
 // session KCP's windows (roomudp.KCPWindow), Config.SendQueue segments
 // queued, messages in of at most node.DefaultReadLimit bytes, and a read

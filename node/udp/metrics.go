@@ -14,9 +14,10 @@ const (
 	dropBusy       = "busy"
 	dropQueueFull  = "queue_full"
 	dropRate       = "rate"
+	dropSourceRate = "source_rate" // a new HANDSHAKE over its source's rate
 )
 
-var dropReasons = []string{dropShort, dropKind, dropSize, dropUnknownKey, dropAuth, dropReplay, dropInvalid, dropBusy, dropQueueFull, dropRate}
+var dropReasons = []string{dropShort, dropKind, dropSize, dropUnknownKey, dropAuth, dropReplay, dropInvalid, dropBusy, dropQueueFull, dropRate, dropSourceRate}
 
 // Handshake results, the label values of switchboard_node_udp_handshakes_total.
 const (

@@ -40,6 +40,8 @@ type Server struct {
 	maxIn  int           // largest message a client may send
 	hsLim  *rate.Limiter // new HANDSHAKEs whose keys are derived; the reader's only
 
+	srcLim *sourceLimiter // the same per source, in front of hsLim (nil: none); the reader's only
+
 	mu       sync.Mutex
 	sessions map[uint32]*session // by conv: seated sessions
 	pending  map[hsKey]*session  // by attempt: every session and refused handshake, until forgotten
@@ -79,6 +81,9 @@ func New(cfg Config) (*Server, error) {
 		hsLim:    rate.NewLimiter(rate.Limit(cfg.HandshakeRate), cfg.HandshakeBurst),
 		sessions: map[uint32]*session{},
 		pending:  map[hsKey]*session{},
+	}
+	if cfg.SourceHandshakeRate > 0 {
+		s.srcLim = newSourceLimiter(cfg.SourceHandshakeRate, cfg.SourceHandshakeBurst, cfg.MaxHandshakeSources)
 	}
 	s.out.init(cfg.OutQueue)
 	if cfg.Registerer != nil {
@@ -404,9 +409,20 @@ func (r *reader) handshake(d []byte, from netip.AddrPort) {
 		s.m.hs[hsResent].Inc()
 		return
 	}
+	var src *sourceEntry // charged once the node-wide limit takes it too
+	if s.srcLim != nil {
+		var ok bool
+		if src, ok = s.srcLim.check(from, s.srcLim.now()); !ok {
+			r.drop(dropSourceRate)
+			return
+		}
+	}
 	if busy || (s.hsLim != nil && !s.hsLim.Allow()) {
 		r.drop(dropBusy)
 		return
+	}
+	if src != nil {
+		src.spend()
 	}
 	sk := roomudp.SessionKey(&s.secret, h.KeyID)
 	hk, err := roomudp.HandshakeKeys(&sk, &h.ClientNonce)
