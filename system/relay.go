@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -108,13 +107,7 @@ func (s *System) bindRelay() error {
 		if addr == "" {
 			return nil
 		}
-		pc, err := net.ListenPacket("udp", addr)
-		if err != nil {
-			return fmt.Errorf("system: %s listener: %w", name, err)
-		}
-		s.pcs = append(s.pcs, pc)
-		s.bound[name] = boundListener{pc: pc, addr: pc.LocalAddr().String()}
-		return nil
+		return s.bindUDP(name, addr)
 	}
 	if err := udp("relay_udp", c.UDPAddr); err != nil {
 		return err
