@@ -31,7 +31,9 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	}
 
 	open, _ := sealed.NewOpener(key, 7)
-	ss := &session{s: s, open: open, lim: rate.NewLimiter(rate.Inf, DefaultReadBurst)}
+	// Steady state: established at a validated address (pathcheck.go).
+	ss := &session{s: s, open: open, send: seal, lim: rate.NewLimiter(rate.Inf, DefaultReadBurst),
+		established: true, heardAny: true, addr: addr, path: pathState{validated: addr}}
 	s.sessions[7] = ss
 	r := &reader{s: s, plain: make([]byte, roomudp.MaxDatagram)}
 	d, _ := seal.Seal(nil, []byte{roomudp.ChannelMessage, 0x50})
