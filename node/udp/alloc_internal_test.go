@@ -83,6 +83,31 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("FRAME sent twice: %v allocations per datagram", n)
 	}
+
+	// Datagrams that alternate between the validated address and another
+	// (forged sources, or a NAT flapping between two mappings): each move
+	// starts a check and queues a PATH_CHALLENGE, each return abandons it;
+	// and a PATH_RESPONSE that answers nothing. Nothing allocates.
+	other := netip.MustParseAddrPort("127.0.0.1:10")
+	ping := []byte{roomudp.ChannelMessage, byte(roomwire.TypePing), 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}
+	stale := []byte{roomudp.ChannelPathResponse, 1, 2, 3, 4, 5, 6, 7, 8}
+	if n := testing.AllocsPerRun(100, func() {
+		dg, _ = seal.Seal(dg[:0], ping)
+		r.handle(dg, other)
+		dg, _ = seal.Seal(dg[:0], ping)
+		r.handle(dg, addr)
+		dg, _ = seal.Seal(dg[:0], stale)
+		r.handle(dg, addr)
+		s.out.done(s.out.take())
+	}); n != 0 {
+		t.Errorf("moves, challenges and a stale PATH_RESPONSE: %v allocations per datagram", n)
+	}
+	if got := testutil.ToFloat64(s.m.paths[pathAbandoned]); got < 100 {
+		t.Errorf("%v checks abandoned, want at least 100", got)
+	}
+	if got := testutil.ToFloat64(s.m.drop[dropStale]); got < 100 {
+		t.Errorf("%v stale responses, want at least 100", got)
+	}
 }
 
 // BenchmarkQueueFrame is the node's cost of one FRAME to one player
