@@ -122,14 +122,13 @@ func (ss *session) start(welcome []byte) bool {
 // amplification times the HANDSHAKE bytes it got from the attempt, and
 // KCP's window is unprovenWindow segments, so that what waits behind it
 // (a resume's catch-up) leaves at once when the session is established
-// rather than after a retransmission timeout.
+// rather than after a retransmission timeout. After it is established,
+// the same budget holds what goes to an address the session moved to
+// until that address is validated (pathcheck.go).
 const (
 	amplification  = 3
 	unprovenWindow = 2
 )
-
-// After it is established, the same budget holds what goes to an address
-// the session moved to until that address is validated (pathcheck.go).
 
 // spend reports whether n more bytes may go to the session's address,
 // and takes them from the budget while it is limited.
