@@ -44,7 +44,9 @@
 // acknowledged, and they go again (at most every 20 ms) while the game
 // sends none; while the node's datagrams arrive with gaps (loss), each
 // INPUTS datagram goes a second time 4 ms later, from a timer of the
-// connection's (no goroutine but while it runs). A [UDPSocket] owns
+// connection's (no goroutine but while it runs). A PATH_CHALLENGE (the
+// node checking the address after a NAT rebinding) is answered at once on
+// the socket's reader, with its bytes. A [UDPSocket] owns
 // the socket, one KCP loop and three goroutines (reader, writer, KCP
 // timer) and routes datagrams to its sessions by conversation id; a
 // connection opens its own and closes it when it ends, unless

@@ -83,7 +83,9 @@ func (d *deployment) udpPlayer(t *testing.T, roomID, username string, via netip.
 // the UDP channel: one player direct, one through a proxy that loses and
 // reorders 10 % of the datagrams each way and then rebinds its address
 // (a NAT that remaps): both keep getting the same gapless frames with each
-// other's inputs, without a disconnect.
+// other's inputs, without a disconnect. The node checks bob's new address
+// (a PATH_CHALLENGE, rooms-udp.md §8) and bob's SDK answers; nobody else
+// is challenged.
 func TestEndToEndUDP(t *testing.T) {
 	d := startUDPDeployment(t)
 	room, err := d.createRoom(t.Context(), backend.CreateRoomRequest{SyncMode: "frame", TickRate: new(30), MaxPlayers: new(2), StartMode: "auto"})
@@ -102,6 +104,9 @@ func TestEndToEndUDP(t *testing.T) {
 	pa, pb := startPump(t, alice), startPump(t, bob)
 	pa.waitFrames(t, 30)
 	pb.waitFrames(t, 30)
+	if a, b := alice.Stats().PathChallenges, bob.Stats().PathChallenges; a+b != 0 {
+		t.Fatalf("challenged before any rebind: alice %d, bob %d", a, b)
+	}
 	if err := px.Rebind(); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +120,9 @@ func TestEndToEndUDP(t *testing.T) {
 		if gaps != 0 || seen != 2 {
 			t.Errorf("%d gaps, inputs of %d seats; want none and 2", gaps, seen)
 		}
+	}
+	if a, b := alice.Stats().PathChallenges, bob.Stats().PathChallenges; a != 0 || b == 0 {
+		t.Errorf("after bob's rebind: alice answered %d challenges, bob %d; want 0 and some", a, b)
 	}
 	if n := bob.Stats().Disconnects + alice.Stats().Disconnects; n != 0 {
 		t.Errorf("%d disconnects over UDP with loss and a rebind", n)

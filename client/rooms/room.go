@@ -127,11 +127,16 @@ type Stats struct {
 	FramesDelivered   uint64
 	InvalidMessages   uint64 // messages from the node that did not decode
 	UDPFallbacks      uint64 // connections that fell back to WebSocket after no answer over UDP
+	// PathChallenges counts the node's PATH_CHALLENGEs answered over UDP:
+	// the node saw this client's datagrams come from a new address (a NAT
+	// rebinding) and checked that it receives there (rooms-udp.md §8).
+	PathChallenges uint64
 }
 
 type stats struct {
 	connects, disconnects, attempts, resumes, rejoins atomic.Uint64
 	restores, frameReqs, frames, invalid, fallbacks   atomic.Uint64
+	paths                                             atomic.Uint64
 }
 
 // Room is a connection to a room on a game node, kept alive across
@@ -251,6 +256,7 @@ func (r *Room) Stats() Stats {
 		FramesDelivered:   s.frames.Load(),
 		InvalidMessages:   s.invalid.Load(),
 		UDPFallbacks:      s.fallbacks.Load(),
+		PathChallenges:    s.paths.Load(),
 	}
 }
 

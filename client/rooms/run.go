@@ -122,7 +122,7 @@ func (r *Room) dial(ctx context.Context, hs []byte) (conn, *roomwire.Welcome, er
 	case r.cfg.Transport == TransportUDP && !haveUDP:
 		return nil, nil, fmt.Errorf("%w: the node offers none", ErrUDPUnavailable)
 	case r.cfg.Transport == TransportUDP:
-		c, w, err := dialUDP(ctx, r.cfg, &udp, hs, r.cfg.HandshakeTimeout)
+		c, w, err := dialUDP(ctx, r.cfg, &r.stats, &udp, hs, r.cfg.HandshakeTimeout)
 		if errors.Is(err, errUDPNoAnswer) {
 			return nil, nil, fmt.Errorf("%w: %w", ErrUDPUnavailable, err)
 		} else if err != nil {
@@ -130,7 +130,7 @@ func (r *Room) dial(ctx context.Context, hs []byte) (conn, *roomwire.Welcome, er
 		}
 		return c, w, nil
 	case haveUDP:
-		c, w, err := dialUDP(ctx, r.cfg, &udp, hs, r.cfg.UDPFallback)
+		c, w, err := dialUDP(ctx, r.cfg, &r.stats, &udp, hs, r.cfg.UDPFallback)
 		if err == nil {
 			return c, w, nil
 		}

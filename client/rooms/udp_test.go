@@ -763,3 +763,58 @@ func TestUDPInputsRepeatedWhenTheNodeRepeats(t *testing.T) {
 		}
 	}
 }
+
+// TestUDPAnswersPathChallenge: the client answers each PATH_CHALLENGE
+// at once with its bytes, from its own socket (rooms-udp.md §8), once per
+// challenge: a replayed copy gets nothing, nor does a challenge of the
+// wrong length, which the socket drops.
+func TestUDPAnswersPathChallenge(t *testing.T) {
+	c, _, _, un, _ := setupUDP(t, nil)
+	r := connectUDP(t, c)
+	s := un.next()
+	uc := r.conn.(*udpConn)
+	local := uc.sock.LocalAddr().(*net.UDPAddr).AddrPort()
+
+	data := roomudp.PathData{1, 2, 3, 4, 5, 6, 7, 8}
+	s.mu.Lock()
+	d, err := s.sealer.Seal(nil, roomudp.AppendPath([]byte{roomudp.ChannelPathChallenge}, &data))
+	to := s.addr
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := uc.sock.Dropped()
+	if _, err := un.pc.WriteToUDPAddrPort(d, to); err != nil {
+		t.Fatal(err)
+	}
+	got := recv(t, s.paths, "PATH_RESPONSE")
+	if got.data != data || got.from.Port() != local.Port() {
+		t.Fatalf("PATH_RESPONSE %x from %v, want %x from port %d", got.data, got.from, data, local.Port())
+	}
+	if n := r.Stats().PathChallenges; n != 1 {
+		t.Errorf("Stats().PathChallenges %d, want 1", n)
+	}
+	// A replayed challenge and a short one: dropped, never answered.
+	if _, err := un.pc.WriteToUDPAddrPort(d, to); err != nil {
+		t.Fatal(err)
+	}
+	s.write(roomudp.ChannelPathChallenge, data[:7])
+	s.write(roomudp.ChannelPathResponse, data[:]) // node to client: the wrong direction
+	// The session still works (the FRAME is read after the three), and
+	// nothing more was answered.
+	s.sendUnreliable(t, &roomwire.Frame{Frames: []roomwire.TickFrame{tick(1)}})
+	if got := frameNumbers(t, r, 1); got[0] != 1 {
+		t.Fatalf("frame %v", got)
+	}
+	if got := uc.sock.Dropped() - before; got != 3 {
+		t.Errorf("dropped %d datagrams, want 3 (replay, short, wrong direction)", got)
+	}
+	select {
+	case p := <-s.paths:
+		t.Fatalf("a second PATH_RESPONSE %x", p.data)
+	default:
+	}
+	if n := r.Stats().PathChallenges; n != 1 {
+		t.Errorf("Stats().PathChallenges %d, want 1", n)
+	}
+}

@@ -93,6 +93,7 @@ type udpConn struct {
 	mtu     int
 	maxQ    int
 	now     func() time.Time
+	stats   *stats      // the Room's counters; nil in unit tests
 	confirm atomic.Bool // a datagram of this session came from the node
 
 	recvAt atomic.Int64 // Config.Now of the last authenticated datagram, Unix ns
@@ -136,8 +137,8 @@ type udpConn struct {
 // dialUDP runs the UDP handshake hs with the node at t: HANDSHAKE every
 // roomudp.Retransmit until a reply opens. It returns errUDPNoAnswer when
 // none came within wait, a *NodeError for an ERROR, or the connection and
-// its WELCOME.
-func dialUDP(ctx context.Context, cfg *Config, t *udpTarget, hs []byte, wait time.Duration) (*udpConn, *roomwire.Welcome, error) {
+// its WELCOME. The connection counts into st.
+func dialUDP(ctx context.Context, cfg *Config, st *stats, t *udpTarget, hs []byte, wait time.Duration) (*udpConn, *roomwire.Welcome, error) {
 	sock, own := cfg.UDPSocket, false
 	if sock == nil {
 		var err error
@@ -146,7 +147,7 @@ func dialUDP(ctx context.Context, cfg *Config, t *udpTarget, hs []byte, wait tim
 		}
 		own = true
 	}
-	c, w, err := handshakeUDP(ctx, cfg, sock, t, hs, wait)
+	c, w, err := handshakeUDP(ctx, cfg, st, sock, t, hs, wait)
 	if err != nil {
 		if own {
 			sock.Close()
@@ -157,7 +158,7 @@ func dialUDP(ctx context.Context, cfg *Config, t *udpTarget, hs []byte, wait tim
 	return c, w, nil
 }
 
-func handshakeUDP(ctx context.Context, cfg *Config, sock *UDPSocket, t *udpTarget, hs []byte, wait time.Duration) (*udpConn, *roomwire.Welcome, error) {
+func handshakeUDP(ctx context.Context, cfg *Config, st *stats, sock *UDPSocket, t *udpTarget, hs []byte, wait time.Duration) (*udpConn, *roomwire.Welcome, error) {
 	var nonce [roomudp.NonceSize]byte
 	_, _ = rand.Read(nonce[:])
 	keys, err := roomudp.HandshakeKeys(&t.key, &nonce)
@@ -232,7 +233,7 @@ func handshakeUDP(ctx context.Context, cfg *Config, sock *UDPSocket, t *udpTarge
 		return nil, nil, fmt.Errorf("udp session: %w", err)
 	}
 	c := &udpConn{
-		sock: sock, addr: addr, conv: wel.Conv, mtu: cfg.UDPMTU, maxQ: cfg.MaxSendQueueBytes, now: cfg.Now,
+		sock: sock, addr: addr, conv: wel.Conv, mtu: cfg.UDPMTU, maxQ: cfg.MaxSendQueueBytes, now: cfg.Now, stats: st,
 		wake: make(chan struct{}, 1), doneCh: make(chan struct{}),
 	}
 	if c.sealer, err = sealed.NewSealer(sk.I2R[:], wel.Conv); err != nil {
@@ -296,7 +297,7 @@ func (c *udpConn) input(b []byte) bool {
 		return false
 	}
 	ch, body, err := roomudp.ParseSession(p)
-	if err != nil {
+	if err != nil || roomudp.CheckDirection(ch, true) != nil {
 		return false
 	}
 	now := c.now().UnixNano()
@@ -311,6 +312,24 @@ func (c *udpConn) input(b []byte) bool {
 		c.rxSeq, c.rxAny = seq, true
 	}
 	switch ch {
+	case roomudp.ChannelPathChallenge:
+		// The node checks that this client receives at the address its
+		// datagrams come from (rooms-udp.md §8): answer each challenge at
+		// once, from this socket, with its bytes. Until the answer
+		// arrives the node sends here at most 3 times what it gets.
+		d, err := roomudp.ParsePath(body)
+		if err != nil {
+			return false
+		}
+		c.mu.Lock()
+		if !c.dead {
+			c.sealLocked(roomudp.ChannelPathResponse, d[:])
+		}
+		c.mu.Unlock()
+		if c.stats != nil {
+			c.stats.paths.Add(1)
+		}
+		return true
 	case roomudp.ChannelKCP:
 		if c.kc.Input(body) != nil {
 			return false

@@ -47,6 +47,8 @@ type udpSession struct {
 	in     chan udpMsg
 	// inputs gets the (first, count) of every INPUTS datagram
 	inputs chan [2]uint32
+	// paths gets every PATH_RESPONSE that authenticates, with its source
+	paths chan pathResponse
 
 	mu    sync.Mutex
 	twice bool   // send every datagram twice, as the node does under loss
@@ -57,6 +59,12 @@ type udpSession struct {
 	inNewest int
 	addr     netip.AddrPort
 	buf      []byte
+}
+
+// pathResponse is a PATH_RESPONSE the fake node received.
+type pathResponse struct {
+	data roomudp.PathData
+	from netip.AddrPort
 }
 
 // udpMsg is one message from the client and how it came.
@@ -181,7 +189,8 @@ func (n *fakeUDPNode) handshake(from netip.AddrPort, b []byte) {
 	if w, ok := msg.(*roomwire.Welcome); ok {
 		w.Conv = conv
 		sk, _ := roomudp.SessionKeys(&n.key, &h.ClientNonce, &serverNonce)
-		s := &udpSession{n: n, hs: hs, conv: conv, addr: from, in: make(chan udpMsg, 1024), inputs: make(chan [2]uint32, 1024)}
+		s := &udpSession{n: n, hs: hs, conv: conv, addr: from, in: make(chan udpMsg, 1024), inputs: make(chan [2]uint32, 1024),
+			paths: make(chan pathResponse, 64)}
 		s.sealer, _ = sealed.NewSealer(sk.R2I[:], conv)
 		s.opener, _ = sealed.NewOpener(sk.I2R[:], conv)
 		s.kc, err = n.loop.Open(conv, kcploop.ConvConfig{
@@ -237,6 +246,15 @@ func (s *udpSession) input(from netip.AddrPort, b []byte) {
 	}
 	if ch == roomudp.ChannelMessage {
 		s.deliver(body, true)
+		return
+	}
+	if ch == roomudp.ChannelPathResponse {
+		if d, err := roomudp.ParsePath(body); err == nil {
+			select {
+			case s.paths <- pathResponse{d, from}:
+			default:
+			}
+		}
 		return
 	}
 	if ch == roomudp.ChannelInputs { // as the node: each new INPUT once

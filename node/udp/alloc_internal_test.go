@@ -31,7 +31,9 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	}
 
 	open, _ := sealed.NewOpener(key, 7)
-	ss := &session{s: s, open: open, lim: rate.NewLimiter(rate.Inf, DefaultReadBurst)}
+	// Steady state: established at a validated address (pathcheck.go).
+	ss := &session{s: s, open: open, send: seal, lim: rate.NewLimiter(rate.Inf, DefaultReadBurst),
+		established: true, heardAny: true, addr: addr, path: pathState{validated: addr}}
 	s.sessions[7] = ss
 	r := &reader{s: s, plain: make([]byte, roomudp.MaxDatagram)}
 	d, _ := seal.Seal(nil, []byte{roomudp.ChannelMessage, 0x50})
@@ -80,6 +82,31 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 		s.out.again.release(s.out.again.n)
 	}); n != 0 {
 		t.Errorf("FRAME sent twice: %v allocations per datagram", n)
+	}
+
+	// Datagrams that alternate between the validated address and another
+	// (forged sources, or a NAT flapping between two mappings): each move
+	// starts a check and queues a PATH_CHALLENGE, each return abandons it;
+	// and a PATH_RESPONSE that answers nothing. Nothing allocates.
+	other := netip.MustParseAddrPort("127.0.0.1:10")
+	ping := []byte{roomudp.ChannelMessage, byte(roomwire.TypePing), 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0}
+	stale := []byte{roomudp.ChannelPathResponse, 1, 2, 3, 4, 5, 6, 7, 8}
+	if n := testing.AllocsPerRun(100, func() {
+		dg, _ = seal.Seal(dg[:0], ping)
+		r.handle(dg, other)
+		dg, _ = seal.Seal(dg[:0], ping)
+		r.handle(dg, addr)
+		dg, _ = seal.Seal(dg[:0], stale)
+		r.handle(dg, addr)
+		s.out.done(s.out.take())
+	}); n != 0 {
+		t.Errorf("moves, challenges and a stale PATH_RESPONSE: %v allocations per datagram", n)
+	}
+	if got := testutil.ToFloat64(s.m.paths[pathAbandoned]); got < 100 {
+		t.Errorf("%v checks abandoned, want at least 100", got)
+	}
+	if got := testutil.ToFloat64(s.m.drop[dropStale]); got < 100 {
+		t.Errorf("%v stale responses, want at least 100", got)
 	}
 }
 
@@ -150,5 +177,34 @@ func BenchmarkDropHandshake(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		r.handle(d, addr)
+	}
+}
+
+// BenchmarkSessionDatagram is the reader's cost of one authenticated
+// SESSION datagram at the session's validated address (an INPUTS of
+// inputs already taken: open, replay window, heard and the path check,
+// parse), its sealing by the client included.
+func BenchmarkSessionDatagram(b *testing.B) {
+	s := &Server{m: newMetrics(), sessions: map[uint32]*session{}}
+	s.out.init(4)
+	key := bytes.Repeat([]byte{1}, 32)
+	seal, _ := sealed.NewSealer(key, 7)
+	open, _ := sealed.NewOpener(key, 7)
+	addr := netip.MustParseAddrPort("127.0.0.1:9")
+	ss := &session{s: s, open: open, send: seal, lim: rate.NewLimiter(rate.Inf, DefaultReadBurst),
+		established: true, heardAny: true, addr: addr, path: pathState{validated: addr}}
+	ss.inSeq.Store(3)
+	s.sessions[7] = ss
+	in, _ := (&roomwire.Input{AckFrame: 3, Data: []byte{1, 2, 3}}).AppendTo(nil)
+	plain := roomudp.AppendInputsHeader([]byte{roomudp.ChannelInputs}, 1, 3)
+	for range 3 {
+		plain = roomudp.AppendInputEntry(plain, in)
+	}
+	r := &reader{s: s, plain: make([]byte, roomudp.MaxDatagram)}
+	dg := make([]byte, 0, roomudp.MaxDatagram)
+	b.ReportAllocs()
+	for b.Loop() {
+		dg, _ = seal.Seal(dg[:0], plain)
+		r.handle(dg, addr)
 	}
 }

@@ -17,7 +17,13 @@
 // datagram is routed by its key id (WELCOME.conv) and accepted only if it
 // opens with that session's key and passes its replay window; an
 // accepted datagram with a sequence number above every earlier one moves
-// the session to its source address (NAT rebinding). The session key is
+// the session to its source address (NAT rebinding). A new address that
+// is not validated gets a PATH_CHALLENGE and, until its PATH_RESPONSE
+// comes from there, at most 3 times the bytes of the authenticated
+// datagrams it sent (FRAMEs and unreliable messages beyond are dropped as
+// if lost, KCP resends later); the handshake's address counts as
+// validated, and so does a return to the last validated address
+// (pathcheck.go). The session key is
 // derived from the deployment's signing key and the HANDSHAKE's key id
 // (protocol/roomudp), so nothing is looked up. A datagram that does not
 // authenticate is dropped and counted by reason, never answered; the only
@@ -73,8 +79,11 @@
 // switchboard_node_udp_datagrams_in_total, switchboard_node_udp_datagrams_out_total,
 // switchboard_node_udp_write_batches_total,
 // switchboard_node_udp_dropped_total{reason} (the reasons of
-// rooms-udp.md §9, queue_full for the outgoing queue among them) and
-// switchboard_node_udp_handshakes_total{result} (welcome, error, resent).
+// rooms-udp.md §9, queue_full and unvalidated for outgoing datagrams among
+// them), switchboard_node_udp_handshakes_total{result} (welcome, error,
+// resent), switchboard_node_udp_path_checks_total{result} (validated,
+// abandoned), switchboard_node_udp_inputs_total{result} and
+// switchboard_node_udp_frame_repeats_total.
 // The im.game.v1 message counters of package node (in, out, ERROR codes)
 // count both transports: sessions report what they send with
 // [node.Server.CountSent].

@@ -38,7 +38,7 @@ func FuzzHandle(f *testing.F) {
 	}
 	key := bytes.Repeat([]byte{1}, 32)
 	seal, _ := sealed.NewSealer(key, 7)
-	for _, p := range [][]byte{{0}, {0, 1, 2}, {1}, {2, 0x50}} {
+	for _, p := range [][]byte{{0}, {0, 1, 2}, {1}, {2, 0x50}, {5, 1, 2, 3, 4, 5, 6, 7, 8}, {4, 1, 2, 3, 4, 5, 6, 7, 8}, {5, 1}} {
 		d, _ := seal.Seal(nil, p)
 		f.Add(d)
 	}

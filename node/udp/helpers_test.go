@@ -233,6 +233,12 @@ type client struct {
 	mu       sync.Mutex
 	messages []received
 	replays  atomic.Int64 // datagrams the session's replay window dropped: copies
+	// challenges counts the PATH_CHALLENGEs received; each is answered
+	// at once from this client's socket, as rooms-udp.md §8 asks.
+	challenges atomic.Int64
+	// mute drops what the client's KCP sends, as if lost: a test that
+	// needs the client silent for a while sets it.
+	mute atomic.Bool
 }
 
 type received struct {
@@ -366,7 +372,11 @@ func (c *client) start(sn [16]byte, welcome []byte) {
 	kmtu := roomudp.DefaultMTU - roomudp.SessionOverhead
 	c.kcp, err = c.loop.Open(c.conv, kcploop.ConvConfig{MTU: kmtu, SendWindow: roomudp.KCPWindow, RecvWindow: roomudp.KCPWindow,
 		MaxMessage: 255 * (kmtu - kcploop.Overhead), NoDelay: true, Interval: roomudp.KCPInterval},
-		func(_ *kcploop.Conv, b []byte) { _, _ = c.pc.WriteToUDP(c.seal(roomudp.ChannelKCP, b), c.to) })
+		func(_ *kcploop.Conv, b []byte) {
+			if !c.mute.Load() {
+				_, _ = c.pc.WriteToUDP(c.seal(roomudp.ChannelKCP, b), c.to)
+			}
+		})
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -405,6 +415,11 @@ func (c *client) readLoop() {
 		}
 		if ch == roomudp.ChannelMessage {
 			c.add(append([]byte(nil), body...), true)
+			continue
+		}
+		if ch == roomudp.ChannelPathChallenge {
+			c.challenges.Add(1)
+			_, _ = c.pc.WriteToUDP(c.seal(roomudp.ChannelPathResponse, body), c.to)
 			continue
 		}
 		if ch == roomudp.ChannelFrame {

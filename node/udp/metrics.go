@@ -15,9 +15,20 @@ const (
 	dropQueueFull  = "queue_full"
 	dropRate       = "rate"
 	dropSourceRate = "source_rate" // a new HANDSHAKE over its source's rate
+	// dropUnvalidated (outgoing): beyond the budget of an address not
+	// validated, or of a session not yet established (pathcheck.go).
+	dropUnvalidated = "unvalidated"
+	// dropStale: a PATH_RESPONSE that answers no check under way.
+	dropStale = "stale"
 )
 
-var dropReasons = []string{dropShort, dropKind, dropSize, dropUnknownKey, dropAuth, dropReplay, dropInvalid, dropBusy, dropQueueFull, dropRate, dropSourceRate}
+var dropReasons = []string{dropShort, dropKind, dropSize, dropUnknownKey, dropAuth, dropReplay, dropInvalid, dropBusy, dropQueueFull, dropRate, dropSourceRate, dropUnvalidated, dropStale}
+
+// Path check results, the label values of switchboard_node_udp_path_checks_total.
+const (
+	pathValidated = "validated"
+	pathAbandoned = "abandoned"
+)
 
 // Handshake results, the label values of switchboard_node_udp_handshakes_total.
 const (
@@ -41,6 +52,7 @@ type metrics struct {
 	drop     map[string]prometheus.Counter
 	hs       map[string]prometheus.Counter
 	inputs   map[string]prometheus.Counter
+	paths    map[string]prometheus.Counter
 	all      []prometheus.Collector
 }
 
@@ -54,6 +66,7 @@ func newMetrics() *metrics {
 		drop:     map[string]prometheus.Counter{},
 		hs:       map[string]prometheus.Counter{},
 		inputs:   map[string]prometheus.Counter{},
+		paths:    map[string]prometheus.Counter{},
 	}
 	dv := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_node_udp_dropped_total", Help: "UDP datagrams dropped without an answer, by reason."}, []string{"reason"})
 	for _, r := range dropReasons {
@@ -67,6 +80,10 @@ func newMetrics() *metrics {
 	for _, r := range []string{inputTaken, inputRepeat} {
 		m.inputs[r] = iv.WithLabelValues(r)
 	}
-	m.all = []prometheus.Collector{m.sessions, m.in, m.out, m.writes, m.repeats, dv, hv, iv}
+	pv := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "switchboard_node_udp_path_checks_total", Help: "Checks of a session's new address, by result (validated: its PATH_RESPONSE came; abandoned: the session left the address, or 10 challenges got no answer)."}, []string{"result"})
+	for _, r := range []string{pathValidated, pathAbandoned} {
+		m.paths[r] = pv.WithLabelValues(r)
+	}
+	m.all = []prometheus.Collector{m.sessions, m.in, m.out, m.writes, m.repeats, dv, hv, iv, pv}
 	return m
 }

@@ -263,7 +263,7 @@ func (r *reader) session(d []byte, from netip.AddrPort) {
 		r.drop(dropAuth)
 		return
 	}
-	ss.heard(seq, from)
+	ss.heard(seq, from, len(d))
 	if !ss.lim.AllowN(time.Now(), len(d)) { // after authentication: a forger cannot spend it
 		r.drop(dropRate)
 		return
@@ -286,7 +286,11 @@ func (r *reader) session(d []byte, from netip.AddrPort) {
 		r.inputs(ss, body)
 		return
 	}
-	if ch == roomudp.ChannelFrame { // node to client only
+	if ch == roomudp.ChannelPathResponse {
+		r.pathResponse(ss, body, from)
+		return
+	}
+	if roomudp.CheckDirection(ch, false) != nil { // FRAME, PATH_CHALLENGE: node to client only
 		r.drop(dropInvalid)
 		r.dispatch(ss, nil, false)
 		return

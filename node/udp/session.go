@@ -53,7 +53,8 @@ type session struct {
 	lastHeard   time.Time
 	established bool      // a SESSION datagram arrived
 	lossyUntil  time.Time // FRAMEs go twice until then: see heard
-	budget      int       // bytes the node may still send while not established
+	budget      int       // bytes the node may still send while limited (pathcheck.go)
+	path        pathState // the session's addresses (pathcheck.go)
 	closing     bool      // no more sends
 	closeAt     time.Time // forget then (zero: not closing)
 	reason      string    // the seat's offline reason when forgotten
@@ -107,6 +108,7 @@ func (ss *session) start(welcome []byte) bool {
 	ss.mu.Lock()
 	ss.budget = amplification*roomudp.HandshakeSize - len(reply)
 	to := ss.addr
+	ss.path.proven = to
 	ss.mu.Unlock()
 	s.out.pushRaw(s, reply, to)
 	return true
@@ -120,25 +122,20 @@ func (ss *session) start(welcome []byte) bool {
 // amplification times the HANDSHAKE bytes it got from the attempt, and
 // KCP's window is unprovenWindow segments, so that what waits behind it
 // (a resume's catch-up) leaves at once when the session is established
-// rather than after a retransmission timeout.
+// rather than after a retransmission timeout. After it is established,
+// the same budget holds what goes to an address the session moved to
+// until that address is validated (pathcheck.go).
 const (
 	amplification  = 3
 	unprovenWindow = 2
 )
 
 // spend reports whether n more bytes may go to the session's address,
-// and takes them from the budget while it is not established.
+// and takes them from the budget while it is limited.
 func (ss *session) spend(n int) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	if ss.established {
-		return true
-	}
-	if n > ss.budget {
-		return false
-	}
-	ss.budget -= n
-	return true
+	return ss.spendLocked(n)
 }
 
 // resent records a retransmitted HANDSHAKE of n bytes from a, which gets
@@ -146,6 +143,9 @@ func (ss *session) spend(n int) bool {
 // sent, less the reply.
 func (ss *session) resent(a netip.AddrPort, n int) {
 	ss.mu.Lock()
+	if a != ss.path.proven { // the reply goes to two addresses: neither is proven
+		ss.path.proven = netip.AddrPort{}
+	}
 	ss.addr = a
 	ss.budget += amplification*n - len(ss.reply)
 	ss.mu.Unlock()
@@ -177,13 +177,13 @@ func (ss *session) sendPayload(p []byte, unreliable bool) bool {
 	s := ss.s
 	if unreliable && len(p) > 0 && roomwire.Type(p[0]) == roomwire.TypeFrame {
 		if len(p) <= s.cfg.MTU-roomudp.SessionOverhead-roomudp.FrameHeaderSize {
-			if to, ok, twice := ss.frameDest(time.Now()); ok {
+			if to, ok, twice := ss.frameDest(time.Now(), roomudp.SessionOverhead+roomudp.FrameHeaderSize+len(p)); ok {
 				s.out.put(s, ss.send, roomudp.ChannelFrame, true, ss.inSeq.Load(), p, to, twice)
 			}
 			return true
 		}
 	} else if unreliable && len(p) <= s.cfg.MTU-roomudp.SessionOverhead {
-		if to, ok := ss.liveDest(); ok {
+		if to, ok := ss.liveDest(roomudp.SessionOverhead + len(p)); ok {
 			s.out.seal(s, ss.send, roomudp.ChannelMessage, p, to)
 		}
 		return true
@@ -255,25 +255,32 @@ func (ss *session) dest() netip.AddrPort {
 	return ss.addr
 }
 
-// liveDest returns the session's address and whether it is established.
-// frameDest is liveDest for a FRAME, and whether to send it twice: while
-// the client's datagrams showed a gap in the last lossMemory.
-func (ss *session) frameDest(now time.Time) (to netip.AddrPort, ok, twice bool) {
+// liveDest returns the session's address and whether a datagram of n
+// bytes may go there: the session is established, and the address
+// validated or its budget not spent (pathcheck.go). frameDest is liveDest
+// for a FRAME, and whether to send it twice: while the client's datagrams
+// showed a gap in the last lossMemory, and never to an address not
+// validated.
+func (ss *session) frameDest(now time.Time, n int) (to netip.AddrPort, ok, twice bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if ss.established && ss.limitedLocked() {
+		return ss.addr, ss.spendLocked(n), false
+	}
 	return ss.addr, ss.established, now.Before(ss.lossyUntil)
 }
 
-func (ss *session) liveDest() (netip.AddrPort, bool) {
+func (ss *session) liveDest(n int) (netip.AddrPort, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.addr, ss.established
+	return ss.addr, ss.established && ss.spendLocked(n)
 }
 
-// heard records an authenticated SESSION datagram: the session is
-// established, alive, and moves to from when seq is the highest yet. The
-// first one opens KCP's full window.
-func (ss *session) heard(seq uint64, from netip.AddrPort) {
+// heard records an authenticated SESSION datagram of n bytes: the
+// session is established, alive, and moves to from when seq is the
+// highest yet, to send there within the budget until the address is
+// validated (pathcheck.go). The first one opens KCP's full window.
+func (ss *session) heard(seq uint64, from netip.AddrPort, n int) {
 	ss.mu.Lock()
 	first := !ss.established
 	ss.established = true
@@ -284,11 +291,15 @@ func (ss *session) heard(seq uint64, from netip.AddrPort) {
 		// the other way too; see repeatFor.
 		ss.lossyUntil = ss.lastHeard.Add(lossMemory)
 	}
-	if !ss.heardAny || seq > ss.maxSeq {
+	newest := !ss.heardAny || seq > ss.maxSeq
+	if newest {
 		ss.heardAny, ss.maxSeq = true, seq
-		ss.addr = from
 	}
+	c, challenge := ss.pathHeardLocked(from, n, first, newest, ss.lastHeard)
 	ss.mu.Unlock()
+	if challenge {
+		ss.sendChallenge(&c)
+	}
 	if first && ss.kcp != nil {
 		_ = ss.kcp.SetSendWindow(roomudp.KCPWindow)
 	}

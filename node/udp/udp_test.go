@@ -206,7 +206,9 @@ func TestTicketMustMatchKey(t *testing.T) {
 }
 
 // TestRebinding: the client's address changes mid-game; its next
-// authenticated datagram moves the session, and the node answers there.
+// authenticated datagram moves the session, the node challenges the new
+// address (rooms-udp.md §8), the client's answer from there validates it,
+// and the node answers there.
 func TestRebinding(t *testing.T) {
 	e := newEnv(t)
 	e.admit("r-nat", 1)
@@ -214,6 +216,12 @@ func TestRebinding(t *testing.T) {
 	c := e.newClient(kid, sk)
 	c.handshake(helloBytes(t, tk))
 	c.pingPong()
+	paths := func(result string) float64 {
+		return e.counter("switchboard_node_udp_path_checks_total", "result", result)
+	}
+	if c.challenges.Load() != 0 || paths("validated") != 0 {
+		t.Fatal("the handshake's address was challenged: it is proven")
+	}
 
 	pc2, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -222,6 +230,7 @@ func TestRebinding(t *testing.T) {
 	defer pc2.Close()
 	b, _ := (&roomwire.Ping{ClientMS: 2}).AppendTo(nil)
 	buf := make([]byte, 2048)
+	challenged, ponged := 0, false
 	for range 50 { // resend every 200 ms until the PONG comes to the new address
 		if _, err := pc2.WriteToUDP(c.seal(roomudp.ChannelMessage, b), e.addr); err != nil {
 			t.Fatal(err)
@@ -236,12 +245,29 @@ func TestRebinding(t *testing.T) {
 			if err != nil {
 				t.Fatalf("a datagram at the new address does not open: %v", err)
 			}
-			if ch, body, err := roomudp.ParseSession(p); err == nil && ch == roomudp.ChannelMessage && roomwire.Type(body[0]) == roomwire.TypePong {
-				return
+			ch, body, err := roomudp.ParseSession(p)
+			switch {
+			case err != nil:
+			case ch == roomudp.ChannelPathChallenge:
+				challenged++
+				if _, err := pc2.WriteToUDP(c.seal(roomudp.ChannelPathResponse, body), e.addr); err != nil {
+					t.Fatal(err)
+				}
+			case ch == roomudp.ChannelMessage && roomwire.Type(body[0]) == roomwire.TypePong:
+				ponged = true
 			}
 		}
+		if ponged && paths("validated") == 1 {
+			break
+		}
 	}
-	t.Fatal("no PONG at the new address")
+	if !ponged || challenged == 0 {
+		t.Fatalf("at the new address: PONG %v, %d challenges", ponged, challenged)
+	}
+	waitFor(t, "the new address validated", func() bool { return paths("validated") == 1 })
+	if got := paths("abandoned"); got != 0 {
+		t.Errorf("%v checks abandoned", got)
+	}
 }
 
 // TestResume: a new connection attempt (new nonce, the same key of the

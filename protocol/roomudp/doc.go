@@ -2,9 +2,12 @@
 // (docs/protocol/rooms-udp.md): the session key derived from the
 // deployment's signing key and a connect ticket's id, the per-attempt
 // handshake and session keys, the HANDSHAKE datagram with its padding,
-// the HANDSHAKE REPLY payload, the SESSION datagram's channel byte, and
-// the bodies of the INPUTS (numbered inputs, repeated until acknowledged)
-// and FRAME (a FRAME behind its input acknowledgement) channels.
+// the HANDSHAKE REPLY payload, the SESSION datagram's channel byte and
+// which side may send each channel, and the bodies of the INPUTS
+// (numbered inputs, repeated until acknowledged), FRAME (a FRAME behind
+// its input acknowledgement), PATH_CHALLENGE and PATH_RESPONSE (8 bytes
+// that prove a session's new address, as QUIC's frames of the same names)
+// channels.
 // Sealing itself is internal/sealed; the im.game.v1 messages and the
 // handshake inside are protocol/roomwire.
 //

@@ -68,12 +68,15 @@ func FuzzDatagram(f *testing.F) {
 				return
 			}
 			ch, body, err := roomudp.ParseSession(p)
-			if err == nil && (ch > roomudp.ChannelFrame || len(body) == 0) {
+			if err == nil && (ch > roomudp.ChannelPathResponse || len(body) == 0) {
 				t.Fatalf("channel %d body %x accepted", ch, body)
 			}
 			_ = roomudp.Unreliable(body, false)
 			_, _ = roomudp.ParseInputs(body)
 			_, _, _ = roomudp.ParseFrame(body)
+			if d, err := roomudp.ParsePath(body); err == nil && !bytes.Equal(d[:], body) {
+				t.Fatalf("path body %x read as %x", body, d)
+			}
 		}
 	})
 }
@@ -130,6 +133,39 @@ func FuzzFrame(f *testing.F) {
 		}
 		if len(fr) == 0 || roomwire.Type(fr[0]) != roomwire.TypeFrame || !bytes.Equal(roomudp.AppendFrame(nil, seq, fr), body) {
 			t.Fatalf("accepted %x as input_seq %d frame %x", body, seq, fr)
+		}
+	})
+}
+
+// FuzzPath feeds arbitrary PATH_CHALLENGE and PATH_RESPONSE payloads
+// (channel byte and body) to what either receiver does: the channel, its
+// direction and the body. What it accepts is exactly 8 bytes in its own
+// direction, and re-encodes the same.
+func FuzzPath(f *testing.F) {
+	vs := readVectors(f)
+	for _, v := range vs.Path {
+		f.Add(append([]byte{byte(v.Channel)}, unhex(f, v.Body)...), v.FromNode)
+	}
+	f.Fuzz(func(t *testing.T, payload []byte, fromNode bool) {
+		ch, body, err := roomudp.ParseSession(payload)
+		if err != nil || (ch != roomudp.ChannelPathChallenge && ch != roomudp.ChannelPathResponse) {
+			return
+		}
+		if roomudp.CheckDirection(ch, fromNode) != nil {
+			if fromNode == (ch == roomudp.ChannelPathChallenge) {
+				t.Fatalf("channel %d refused from node=%v", ch, fromNode)
+			}
+			return
+		}
+		d, err := roomudp.ParsePath(body)
+		if err != nil {
+			if len(body) == roomudp.PathDataSize {
+				t.Fatalf("an 8-byte body refused: %v", err)
+			}
+			return
+		}
+		if len(body) != roomudp.PathDataSize || !bytes.Equal(roomudp.AppendPath([]byte{ch}, &d), payload) {
+			t.Fatalf("accepted %x as %x", payload, d)
 		}
 	})
 }

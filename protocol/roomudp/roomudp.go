@@ -34,7 +34,21 @@ const (
 	// input sequence the node has taken from this session: see
 	// [AppendFrame] and [ParseFrame].
 	ChannelFrame = 3
+	// ChannelPathChallenge (node → client) carries [PathDataSize] random
+	// bytes that the node sends to a session's new source address before
+	// it sends there freely (rooms-udp.md §8): see [AppendPath].
+	ChannelPathChallenge = 4
+	// ChannelPathResponse (client → node) carries the [PathDataSize]
+	// bytes of a PATH_CHALLENGE the client received, back at once.
+	ChannelPathResponse = 5
 )
+
+// PathDataSize is the size of a PATH_CHALLENGE's and a PATH_RESPONSE's
+// body: as QUIC's (RFC 9000 §19.17).
+const PathDataSize = 8
+
+// PathData is the body of a PATH_CHALLENGE or PATH_RESPONSE.
+type PathData [PathDataSize]byte
 
 // Sizes and limits of the INPUTS and FRAME channels.
 const (
@@ -120,6 +134,9 @@ var (
 	ErrChannel = errors.New("roomudp: unknown channel")
 	ErrInputs  = errors.New("roomudp: malformed INPUTS body")
 	ErrFrame   = errors.New("roomudp: malformed FRAME body")
+	ErrPath    = errors.New("roomudp: malformed PATH_CHALLENGE or PATH_RESPONSE body")
+	// ErrDirection is [CheckDirection]'s: a channel the sender may not use.
+	ErrDirection = errors.New("roomudp: channel not sent in this direction")
 )
 
 // KeyID is a key's public id: the 16 bytes of a connect ticket's id.
@@ -262,10 +279,43 @@ func ParseSession(payload []byte) (channel byte, body []byte, err error) {
 	if len(payload) < 2 {
 		return 0, nil, ErrShort
 	}
-	if payload[0] > ChannelFrame {
+	if payload[0] > ChannelPathResponse {
 		return payload[0], nil, ErrChannel
 	}
 	return payload[0], payload[1:], nil
+}
+
+// CheckDirection returns [ErrDirection] when channel ch (a known one) is
+// not sent by that side: INPUTS and PATH_RESPONSE go client → node only,
+// FRAME and PATH_CHALLENGE node → client only. KCP and MESSAGE go both
+// ways.
+func CheckDirection(ch byte, fromNode bool) error {
+	switch ch {
+	case ChannelInputs, ChannelPathResponse:
+		if fromNode {
+			return ErrDirection
+		}
+	case ChannelFrame, ChannelPathChallenge:
+		if !fromNode {
+			return ErrDirection
+		}
+	}
+	return nil
+}
+
+// AppendPath appends a PATH_CHALLENGE or PATH_RESPONSE body to dst: the
+// [PathDataSize] bytes of d.
+func AppendPath(dst []byte, d *PathData) []byte { return append(dst, d[:]...) }
+
+// ParsePath reads a PATH_CHALLENGE or PATH_RESPONSE body; it returns
+// [ErrPath] unless the body is exactly [PathDataSize] bytes.
+func ParsePath(body []byte) (PathData, error) {
+	var d PathData
+	if len(body) != PathDataSize {
+		return d, ErrPath
+	}
+	copy(d[:], body)
+	return d, nil
 }
 
 // customReliable is the offset of CUSTOM's reliable byte: type, to

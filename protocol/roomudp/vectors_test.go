@@ -33,6 +33,19 @@ type vectorFile struct {
 	Replay    []replayVector    `json:"replay"`
 	Inputs    []inputsVector    `json:"inputs"`
 	Frame     []frameVector     `json:"frame"`
+	Path      []pathVector      `json:"path"`
+}
+
+// pathVector is a PATH_CHALLENGE (channel 4) or PATH_RESPONSE (channel 5)
+// body, who sends it, and whether the receiver accepts it: exactly 8
+// bytes, in its direction (challenge node → client, response client →
+// node).
+type pathVector struct {
+	Name     string `json:"name"`
+	Channel  int    `json:"channel"`
+	FromNode bool   `json:"from_node"`
+	Body     string `json:"body"`
+	Valid    bool   `json:"valid"`
 }
 
 // inputsVector is an INPUTS body (channel 2) and what a node reads from
@@ -124,7 +137,8 @@ const about = "Vectors of docs/protocol/rooms-udp.md. Byte strings are lowercase
 	"opener of key and key_id, with what it must do (ok, replay: dropped as already seen or too old, auth: dropped as forged). " +
 	"inputs: INPUTS bodies (channel 2: first_seq u32, count u8, count x (length u8, INPUT message)) and whether a node " +
 	"accepts them, with each entry's sequence number and INPUT. frame: FRAME bodies (channel 3: input_seq u32, FRAME " +
-	"message) and whether a client accepts them."
+	"message) and whether a client accepts them. path: PATH_CHALLENGE (channel 4, node -> client) and PATH_RESPONSE " +
+	"(channel 5, client -> node) bodies, the sender (from_node) and whether the receiver accepts them (8 bytes, right direction)."
 
 func unhex(t testing.TB, s string) []byte {
 	t.Helper()
@@ -229,6 +243,8 @@ func generate(t *testing.T) vectorFile {
 		{"custom_unreliable_big_seq", rep(0x07, 32), 0xdeadbeef, 1000, roomudp.ChannelMessage, "200003010003616263"},
 		{"inputs_two", rep(0x42, 32), 0x2a, 6, roomudp.ChannelInputs, hex.EncodeToString(inputsBody(t, 11, 8, [][]byte{{0xa1}, {0xa2, 0xa3}}))},
 		{"frame_acked", rep(0x42, 32), 0x2a, 7, roomudp.ChannelFrame, hex.EncodeToString(roomudp.AppendFrame(nil, 12, frame))},
+		{"path_challenge", rep(0x42, 32), 0x2a, 8, roomudp.ChannelPathChallenge, "0102030405060708"},
+		{"path_response", rep(0x43, 32), 0x2a, 9, roomudp.ChannelPathResponse, "0102030405060708"},
 	} {
 		payload := append([]byte{byte(s.channel)}, unhex(t, s.body)...)
 		d := sealAt(t, unhex(t, s.key), s.keyID, s.seq, nil, payload)
@@ -334,7 +350,22 @@ func generate(t *testing.T) vectorFile {
 	}
 	f.Inputs = inputsVectors(t)
 	f.Frame = frameVectors(t, frame)
+	f.Path = pathVectors()
 	return f
+}
+
+func pathVectors() []pathVector {
+	const data = "a1b2c3d4e5f60718"
+	return []pathVector{
+		{Name: "challenge", Channel: roomudp.ChannelPathChallenge, FromNode: true, Body: data, Valid: true},
+		{Name: "response", Channel: roomudp.ChannelPathResponse, Body: data, Valid: true},
+		{Name: "challenge_short", Channel: roomudp.ChannelPathChallenge, FromNode: true, Body: data[:14]},
+		{Name: "challenge_long", Channel: roomudp.ChannelPathChallenge, FromNode: true, Body: data + "00"},
+		{Name: "response_short", Channel: roomudp.ChannelPathResponse, Body: "00"},
+		{Name: "response_long", Channel: roomudp.ChannelPathResponse, Body: data + data},
+		{Name: "challenge_from_client", Channel: roomudp.ChannelPathChallenge, Body: data},
+		{Name: "response_from_node", Channel: roomudp.ChannelPathResponse, FromNode: true, Body: data},
+	}
 }
 
 // inputsBody builds an INPUTS body of len(data) inputs from first, the
@@ -475,6 +506,10 @@ func TestVectors(t *testing.T) {
 				if _, _, err := roomudp.ParseFrame(body); err != nil {
 					t.Fatal(err)
 				}
+			case roomudp.ChannelPathChallenge, roomudp.ChannelPathResponse:
+				if _, err := roomudp.ParsePath(body); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 	}
@@ -562,6 +597,26 @@ func TestVectors(t *testing.T) {
 			}
 			if v.Valid && (seq != v.InputSeq || hex.EncodeToString(fr) != v.Frame) {
 				t.Fatalf("input_seq %d frame %x", seq, fr)
+			}
+		})
+	}
+	for _, v := range f.Path {
+		t.Run("path/"+v.Name, func(t *testing.T) {
+			payload := append([]byte{byte(v.Channel)}, unhex(t, v.Body)...)
+			ch, body, err := roomudp.ParseSession(payload)
+			if err != nil {
+				t.Fatalf("channel %d: %v", v.Channel, err)
+			}
+			derr := roomudp.CheckDirection(ch, v.FromNode)
+			d, perr := roomudp.ParsePath(body)
+			if got := derr == nil && perr == nil; got != v.Valid {
+				t.Fatalf("valid %v, got direction %v, body %v", v.Valid, derr, perr)
+			}
+			if v.Valid && hex.EncodeToString(d[:]) != v.Body {
+				t.Fatalf("data %x, body %s", d, v.Body)
+			}
+			if v.Valid && !bytes.Equal(roomudp.AppendPath([]byte{ch}, &d), payload) {
+				t.Fatal("AppendPath does not re-encode the body")
 			}
 		})
 	}
