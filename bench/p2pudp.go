@@ -475,7 +475,10 @@ func dialUDPPeer(ctx context.Context, addr string, tcfg *tls.Config, network str
 
 func drain(br *bufio.Reader) { _, _ = io.Copy(io.Discard, br) }
 
-// register sends REGISTER until REGISTERED, for up to 5 s.
+// register sends REGISTER until REGISTERED, for up to 5 s, and answers
+// the hub's PATH_CHALLENGE (which comes first), so that the hub sends
+// this socket datagrams without the limit of an unvalidated endpoint
+// (docs/protocol/p2p.md §12.4).
 func register(c *net.UDPConn, side p2pseal.Side, hub netip.AddrPort) error {
 	plain, _ := (&p2pwire.Register{}).AppendTo(nil)
 	buf := make([]byte, 2048)
@@ -489,14 +492,30 @@ func register(c *net.UDPConn, side p2pseal.Side, hub netip.AddrPort) error {
 			return err
 		}
 		_ = c.SetReadDeadline(time.Now().Add(250 * time.Millisecond))
-		n, _, err := c.ReadFromUDPAddrPort(buf)
-		if err != nil {
-			continue
-		}
-		pt, _, err := side.Open.Open(nil, buf[:n])
-		if err == nil && len(pt) > 0 && p2pwire.Kind(pt[0]) == p2pwire.KindRegistered {
-			_ = c.SetReadDeadline(time.Time{})
-			return nil
+		for {
+			n, _, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				break
+			}
+			pt, _, err := side.Open.Open(nil, buf[:n])
+			if err != nil {
+				continue
+			}
+			var ch p2pwire.PathChallenge
+			if ch.Unmarshal(pt) == nil {
+				resp, _ := (&p2pwire.PathResponse{Data: ch.Data}).AppendTo(nil)
+				if d, err = side.Seal.Seal(nil, resp); err != nil {
+					return err
+				}
+				if _, err := c.WriteToUDPAddrPort(d, hub); err != nil {
+					return err
+				}
+				continue
+			}
+			if len(pt) > 0 && p2pwire.Kind(pt[0]) == p2pwire.KindRegistered {
+				_ = c.SetReadDeadline(time.Time{})
+				return nil
+			}
 		}
 	}
 	return errors.New("bench p2p --udp: no REGISTERED from the hub's UDP port")

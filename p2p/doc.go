@@ -61,14 +61,17 @@
 // hub's side of the keys comes from internal/p2pseal (HKDF labels,
 // ChaCha20-Poly1305 of internal/sealed, replay window). One reader reads
 // batches (internal/udpio, recvmmsg), finds each datagram's peer by its key
-// id (no lookup by address), opens it, records a new source as the peer's
-// endpoint (NAT rebinding), answers REGISTER and PING, and stamps and
+// id (no lookup by address), opens it, moves the peer's endpoint to the
+// source of its newest datagram (NAT rebinding) and checks a new endpoint
+// before sending there freely (pathcheck.go: a PATH_CHALLENGE, and at most
+// 3 times the bytes from it until the answer), answers REGISTER and PING, and stamps and
 // re-seals every routed kind for its destination or for every other
 // registered peer of the network, into an out batch written with sendmmsg
 // once per read batch. Nothing is allocated per datagram in steady state
 // (TestUDPRouteAllocatesNothing). Per peer: a datagram token bucket
-// (Config.PeerDatagramRate, a broadcast counts per recipient) and
-// datagram/byte counters ([Hub.PeerUDP], shown by the server API). STUN
+// (Config.PeerDatagramRate, a broadcast counts per recipient), the path
+// check's fixed-size state and datagram/byte counters ([Hub.PeerUDP],
+// shown by the server API). STUN
 // binding requests are answered (pion/stun) at most
 // Config.STUNRatePerSource a second per source address and
 // Config.STUNRate in all. Nothing unauthenticated is answered otherwise,
@@ -104,5 +107,6 @@
 // Hub.mu, then network.mu, then peer.mu; the reader holds a network's read
 // lock while it queues to that network's peers. The UDP reader takes
 // Hub.kmu (key id → peer) alone, then a network's read lock while it
-// routes, then a peer's UDP mutex (its rate bucket, its candidates).
+// routes, then a peer's UDP mutex (its rate bucket, its candidates, its
+// path check), one peer's at a time.
 package p2p

@@ -20,7 +20,16 @@ type metrics struct {
 	udpIn, udpOut, udpRouted, udpBroadcasts prometheus.Counter
 	udpRegisters, udpRebinds, stunAnswered  prometheus.Counter
 	udpDrop                                 map[string]prometheus.Counter // by reason
+	pathChallenges                          prometheus.Counter
+	pathChecks                              map[string]prometheus.Counter // by result
 }
+
+// Path check results, the label values of
+// switchboard_hub_udp_path_checks_total (pathcheck.go).
+const (
+	pathValidated = "validated"
+	pathAbandoned = "abandoned"
+)
 
 // refusal reasons and drop reasons counted.
 var (
@@ -30,7 +39,8 @@ var (
 	// UDPDropReasons are the reasons the hub drops a datagram, as
 	// switchboard_hub_udp_dropped_total counts them (docs/metrics.md).
 	UDPDropReasons = []string{"not_ours", "unknown_key", "unauthenticated", "replay", "malformed", "too_large",
-		"unknown_peer", "not_registered", "rate_limited", "stun_refused", "stun_rate_limited", "seal_failed", "write_failed"}
+		"unknown_peer", "not_registered", "rate_limited", "stun_refused", "stun_rate_limited", "seal_failed", "write_failed",
+		"unvalidated", "stale"}
 )
 
 func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
@@ -74,6 +84,10 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 		udpRebinds: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_hub_udp_rebinds_total", Help: "Peers whose authenticated datagrams came from a new endpoint (NAT rebinding).",
 		}),
+		pathChallenges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_hub_udp_path_challenges_total", Help: "PATH_CHALLENGEs sent to peers' endpoints not yet validated.",
+		}),
+		pathChecks: map[string]prometheus.Counter{},
 		stunAnswered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "switchboard_hub_stun_answered_total", Help: "STUN binding requests answered.",
 		}),
@@ -86,6 +100,13 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 	}, []string{"reason"})
 	for _, r := range UDPDropReasons {
 		m.udpDrop[r] = udpDrop.WithLabelValues(r)
+	}
+	pathChecks := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "switchboard_hub_udp_path_checks_total",
+		Help: "Checks of a peer's new UDP endpoint, by result (validated: its PATH_RESPONSE came; abandoned: the peer left the endpoint first, or 10 challenges got no answer).",
+	}, []string{"result"})
+	for _, r := range []string{pathValidated, pathAbandoned} {
+		m.pathChecks[r] = pathChecks.WithLabelValues(r)
 	}
 	for _, r := range refuseReasons {
 		m.refused[r] = refused.WithLabelValues(r)
@@ -104,6 +125,7 @@ func newMetrics(h *Hub, reg prometheus.Registerer) *metrics {
 	if reg != nil {
 		reg.MustRegister(m.conns, m.routed, m.routedB, m.broadcasts, m.writes, refused, dropped, punches,
 			m.udpIn, m.udpOut, m.udpRouted, m.udpBroadcasts, m.udpRegisters, m.udpRebinds, m.stunAnswered, udpDrop,
+			m.pathChallenges, pathChecks,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name: "switchboard_hub_peers", Help: "Peers in a network, connected or within their resume window.",
 			}, func() float64 { return float64(h.Load().Peers) }),

@@ -24,20 +24,28 @@ type udpPeer struct {
 	secret [p2pwire.UDPSecretSize]byte
 	side   p2pseal.Side
 
-	ep atomic.Pointer[netip.AddrPort] // nil until the first authenticated datagram
+	// ep is where the hub sends the peer's datagrams: the source of its
+	// newest authenticated datagram (pathcheck.go); nil until the first.
+	// Written under mu, read without it.
+	ep atomic.Pointer[netip.AddrPort]
 
 	mu    sync.Mutex
 	rate  bucket           // guarded by mu
 	cands []netip.AddrPort // guarded by mu; of the last REGISTER
+	path  pathState        // guarded by mu
 
 	dgIn, dgOut, bytesIn, bytesOut atomic.Uint64
 }
 
 // UDPStats are one peer's counters on the hub's UDP port.
 type UDPStats struct {
-	// Endpoint is where the peer's datagrams come from (its NAT mapping);
-	// invalid until the first authenticated one.
+	// Endpoint is where the peer's datagrams come from (its NAT mapping),
+	// the source of its newest authenticated one; invalid until the first.
 	Endpoint netip.AddrPort
+	// Validated reports whether the peer answered a PATH_CHALLENGE from
+	// Endpoint (docs/protocol/p2p.md §12.4): until then, what the hub
+	// sends there is held to 3 times what came from it.
+	Validated bool
 	// Candidates are the local endpoints of its last REGISTER.
 	Candidates []netip.AddrPort
 	// DatagramsIn and BytesIn count its authenticated datagrams, whole
@@ -112,10 +120,11 @@ func (h *Hub) PeerUDP(networkName, id string) (UDPStats, bool) {
 		DatagramsIn: u.dgIn.Load(), DatagramsOut: u.dgOut.Load(),
 		BytesIn: u.bytesIn.Load(), BytesOut: u.bytesOut.Load(),
 	}
+	u.mu.Lock()
 	if ep := u.ep.Load(); ep != nil {
 		s.Endpoint = *ep
+		s.Validated = *ep == u.path.validated
 	}
-	u.mu.Lock()
 	s.Candidates = append([]netip.AddrPort(nil), u.cands...)
 	u.mu.Unlock()
 	return s, true
@@ -234,7 +243,7 @@ func (h *Hub) handleDatagram(s *udpSock, d []byte, src netip.AddrPort, now int64
 		return
 	}
 	u := p.udp
-	plain, _, err := u.side.Open.Open(s.plain[:0], d)
+	plain, seq, err := u.side.Open.Open(s.plain[:0], d)
 	switch {
 	case errors.Is(err, sealed.ErrReplay):
 		h.m.udpDrop["replay"].Inc()
@@ -245,14 +254,8 @@ func (h *Hub) handleDatagram(s *udpSock, d []byte, src netip.AddrPort, now int64
 	}
 	u.dgIn.Add(1)
 	u.bytesIn.Add(uint64(len(d)))
-	if ep := u.ep.Load(); ep == nil || *ep != src {
-		moved := src       // a copy: taking src's address would move it to the heap on every call
-		u.ep.Store(&moved) // first datagram, or NAT rebinding: rare, so the allocation is too
-		if ep != nil {
-			h.m.udpRebinds.Inc()
-		}
-	}
-	if !h.takeDatagrams(p, now, 1) { // every datagram: REGISTER and PING cost the hub too
+	h.heard(s, p, src, seq, len(d), now) // the endpoint, its budget, a challenge (pathcheck.go)
+	if !h.takeDatagrams(p, now, 1) {     // every datagram: REGISTER and PING cost the hub too
 		h.m.udpDrop["rate_limited"].Inc()
 		return
 	}
@@ -263,7 +266,7 @@ func (h *Hub) handleDatagram(s *udpSock, d []byte, src netip.AddrPort, now int64
 	}
 	switch {
 	case r.Kind == p2pwire.KindRegister:
-		h.register(s, p, plain, src)
+		h.register(s, p, plain, src, now)
 	case r.Kind == p2pwire.KindPing:
 		var ping p2pwire.Ping
 		if ping.Unmarshal(plain) != nil {
@@ -272,7 +275,9 @@ func (h *Hub) handleDatagram(s *udpSock, d []byte, src netip.AddrPort, now int64
 		}
 		var b [16]byte
 		pong, _ := (&p2pwire.Pong{Value: ping.Value}).AppendTo(b[:0])
-		h.sealTo(s, p, pong, src)
+		h.sendTo(s, p, pong, src, now)
+	case r.Kind == p2pwire.KindPathResponse:
+		h.pathResponse(p, plain, src)
 	case r.Kind.Routed():
 		h.routeDatagram(s, p, &r, plain, now)
 	default:
@@ -281,7 +286,7 @@ func (h *Hub) handleDatagram(s *udpSock, d []byte, src netip.AddrPort, now int64
 }
 
 // register records a peer's candidates and answers REGISTERED.
-func (h *Hub) register(s *udpSock, p *peer, plain []byte, src netip.AddrPort) {
+func (h *Hub) register(s *udpSock, p *peer, plain []byte, src netip.AddrPort, now int64) {
 	var m p2pwire.Register
 	if m.Unmarshal(plain) != nil {
 		h.m.udpDrop["malformed"].Inc()
@@ -297,22 +302,25 @@ func (h *Hub) register(s *udpSock, p *peer, plain []byte, src netip.AddrPort) {
 		h.m.udpDrop["malformed"].Inc()
 		return
 	}
-	h.m.udpRegisters.Inc()
-	h.sealTo(s, p, out, src)
+	if h.sendTo(s, p, out, src, now) {
+		h.m.udpRegisters.Inc()
+	}
 }
 
-// sealTo queues plain sealed with p's key to addr.
-func (h *Hub) sealTo(s *udpSock, p *peer, plain []byte, addr netip.AddrPort) {
+// seal queues plain sealed with p's key to addr, whatever the path check
+// says (sendTo asks it), and reports whether it did.
+func (h *Hub) seal(s *udpSock, p *peer, plain []byte, addr netip.AddrPort) bool {
 	m := h.queue(s)
 	d, err := p.udp.side.Seal.Seal(m.Buf[:0], plain)
 	if err != nil {
 		unqueue(s)
 		h.m.udpDrop["seal_failed"].Inc()
-		return
+		return false
 	}
 	m.Buf, m.Addr = d, addr
 	p.udp.dgOut.Add(1)
 	p.udp.bytesOut.Add(uint64(len(d)))
+	return true
 }
 
 // routeDatagram stamps a routed datagram from p and re-seals it for its
@@ -343,8 +351,9 @@ func (h *Hub) routeDatagram(s *udpSock, p *peer, r *p2pwire.Routing, plain []byt
 			h.m.udpDrop["not_registered"].Inc()
 			return
 		}
-		h.sealTo(s, q, st, *q.udp.ep.Load())
-		h.m.udpRouted.Inc()
+		if h.sendTo(s, q, st, *q.udp.ep.Load(), now) {
+			h.m.udpRouted.Inc()
+		}
 		return
 	}
 	h.m.udpBroadcasts.Inc()
@@ -361,8 +370,9 @@ func (h *Hub) routeDatagram(s *udpSock, p *peer, r *p2pwire.Routing, plain []byt
 		if ep == nil {
 			continue
 		}
-		h.sealTo(s, q, st, *ep)
-		h.m.udpRouted.Inc()
+		if h.sendTo(s, q, st, *ep, now) {
+			h.m.udpRouted.Inc()
+		}
 	}
 }
 

@@ -18,14 +18,19 @@ import (
 )
 
 // udpClient is a test peer's UDP side: its own socket and its key from
-// WELCOME.
+// WELCOME. Like the SDK, recv answers the hub's PATH_CHALLENGEs at once,
+// unless silent (a socket that cannot answer: a spoofed source's victim).
 type udpClient struct {
-	t    testing.TB
-	c    *client
-	uc   *net.UDPConn
-	side p2pseal.Side
-	hub  netip.AddrPort
-	last []byte // the last datagram sent, for replays
+	t      testing.TB
+	c      *client
+	uc     *net.UDPConn
+	side   p2pseal.Side
+	hub    netip.AddrPort
+	last   []byte // the last datagram sent, for replays
+	silent bool   // never answer a PATH_CHALLENGE
+	// sent and got count the bytes of the datagrams sent from and
+	// received on the socket; challenges counts the PATH_CHALLENGEs.
+	sent, got, challenges int
 }
 
 func (th *testHub) udp(c *client) *udpClient {
@@ -62,14 +67,28 @@ func (u *udpClient) send(m p2pwire.Message) {
 func (u *udpClient) sendRaw(d []byte) {
 	u.t.Helper()
 	u.last = d
+	u.sent += len(d)
 	if _, err := u.uc.WriteToUDPAddrPort(d, u.hub); err != nil {
 		u.t.Fatal(err)
 	}
 }
 
 // recv returns the next datagram from the hub, opened and decoded, or nil
-// after wait.
+// after wait. It answers a PATH_CHALLENGE and reads on, unless silent.
 func (u *udpClient) recv(wait time.Duration) p2pwire.Message {
+	u.t.Helper()
+	for {
+		m := u.recvAny(wait)
+		c, ok := m.(*p2pwire.PathChallenge)
+		if !ok || u.silent {
+			return m
+		}
+		u.send(&p2pwire.PathResponse{Data: c.Data})
+	}
+}
+
+// recvAny returns the next datagram from the hub, whatever its kind.
+func (u *udpClient) recvAny(wait time.Duration) p2pwire.Message {
 	u.t.Helper()
 	buf := make([]byte, 2048)
 	_ = u.uc.SetReadDeadline(time.Now().Add(wait))
@@ -81,6 +100,7 @@ func (u *udpClient) recv(wait time.Duration) p2pwire.Message {
 		}
 		u.t.Fatal(err)
 	}
+	u.got += n
 	plain, _, err := u.side.Open.Open(nil, buf[:n])
 	if err != nil {
 		u.t.Fatalf("open: %v", err)
@@ -88,6 +108,9 @@ func (u *udpClient) recv(wait time.Duration) p2pwire.Message {
 	m, err := p2pwire.Decode(plain)
 	if err != nil {
 		u.t.Fatalf("decode: %v", err)
+	}
+	if _, ok := m.(*p2pwire.PathChallenge); ok {
+		u.challenges++
 	}
 	return m
 }
@@ -161,12 +184,19 @@ func TestUDPRouting(t *testing.T) {
 	if p, ok := au.recv(5 * time.Second).(*p2pwire.Pong); !ok || p.Value != 7 {
 		t.Fatalf("PONG: %v", p)
 	}
+	// In: REGISTER, PATH_RESPONSE, three routed, PING; out: PATH_CHALLENGE,
+	// REGISTERED, PONG. Every first endpoint is checked, and answered.
 	st, ok := th.h.PeerUDP("lobby", string(alice.id()))
-	if !ok || st.DatagramsIn != 5 || st.DatagramsOut != 2 || st.BytesIn == 0 || st.Endpoint != au.uc.LocalAddr().(*net.UDPAddr).AddrPort() || len(st.Candidates) != 1 {
+	if !ok || st.DatagramsIn != 6 || st.DatagramsOut != 3 || st.BytesIn == 0 || st.Endpoint != au.uc.LocalAddr().(*net.UDPAddr).AddrPort() ||
+		!st.Validated || len(st.Candidates) != 1 {
 		t.Fatalf("alice's UDP stats %+v", st)
 	}
-	if st, _ := th.h.PeerUDP("lobby", string(bob.id())); st.DatagramsOut != 4 || st.DatagramsIn != 1 {
+	if st, _ := th.h.PeerUDP("lobby", string(bob.id())); st.DatagramsOut != 5 || st.DatagramsIn != 2 || !st.Validated {
 		t.Fatalf("bob's UDP stats %+v", st)
+	}
+	if au.challenges != 1 || bu.challenges != 1 || cu.challenges != 1 || counterValue(t, th.h.m.pathChecks[pathValidated]) != 3 {
+		t.Fatalf("challenges %d %d %d, validated %v; want one each", au.challenges, bu.challenges, cu.challenges,
+			counterValue(t, th.h.m.pathChecks[pathValidated]))
 	}
 	// To an unknown peer, or to one not registered: dropped and counted.
 	dan, _ := th.join("dan", "lobby")
@@ -246,6 +276,11 @@ func TestUDPRebinding(t *testing.T) {
 	}
 	if counterValue(t, th.h.m.udpRebinds) != 1 {
 		t.Fatal("rebind not counted")
+	}
+	// moved answered the hub's challenge as it read: the new endpoint is
+	// validated.
+	if st, _ := th.h.PeerUDP("lobby", string(alice.id())); !st.Validated || st.Endpoint != moved.local() || moved.challenges != 1 {
+		t.Fatalf("alice at her new address: %+v, %d challenges", st, moved.challenges)
 	}
 }
 
@@ -328,7 +363,9 @@ func TestSTUN(t *testing.T) {
 }
 
 // The hub's per-datagram work (open, route, stamp, re-seal) allocates
-// nothing, for one destination and for a broadcast.
+// nothing, for one destination, for a broadcast, and for a destination
+// whose endpoint is not validated (held to its budget, challenged); the
+// sender's own endpoint is under check throughout (a new socket).
 func TestUDPRouteAllocatesNothing(t *testing.T) {
 	th := startHub(t, nil)
 	alice, _ := th.join("alice", "lobby")
@@ -337,11 +374,17 @@ func TestUDPRouteAllocatesNothing(t *testing.T) {
 	for _, c := range []*client{alice, bob, carol} {
 		th.udp(c).register()
 	}
+	dan, _ := th.join("dan", "lobby")
+	du := th.udp(dan)
+	du.silent = true
+	du.send(&p2pwire.Register{})
+	waitFor(t, func() bool { st, _ := th.h.PeerUDP("lobby", string(dan.id())); return st.Endpoint.IsValid() })
 	au := th.udp(alice)
 	h := th.h
 	s := &udpSock{out: make([]udpio.Message, 0, 64), plain: make([]byte, 0, p2pwire.MaxDatagramSize), stamp: make([]byte, 0, p2pwire.MaxOpenedSize)}
 	src := au.uc.LocalAddr().(*net.UDPAddr).AddrPort()
-	for _, rt := range []p2pwire.Route{{To: bob.id()}, {Broadcast: true}} {
+	unvalidated := counterValue(t, h.m.udpDrop["unvalidated"])
+	for _, rt := range []p2pwire.Route{{To: bob.id()}, {Broadcast: true}, {To: dan.id()}} {
 		plain, err := (&p2pwire.UDPMsg{Route: rt, Envelope: p2pwire.Envelope{Payload: make([]byte, 1000)}}).AppendTo(nil)
 		if err != nil {
 			t.Fatal(err)
@@ -356,9 +399,12 @@ func TestUDPRouteAllocatesNothing(t *testing.T) {
 		if allocs != 0 {
 			t.Errorf("%+v: %v allocations per datagram", rt, allocs)
 		}
-		if counterValue(t, h.m.udpRouted) == routed {
+		if counterValue(t, h.m.udpRouted) == routed && rt.To != dan.id() {
 			t.Errorf("%+v: nothing routed", rt)
 		}
+	}
+	if counterValue(t, h.m.udpDrop["unvalidated"]) < unvalidated+500 {
+		t.Error("the datagrams to dan's unvalidated endpoint were not held back")
 	}
 }
 

@@ -67,7 +67,11 @@
 // every Config.RegisterRetry until REGISTERED, then every PingInterval
 // (keeping NAT mappings open) and at once when the local addresses
 // change. [Peer.Registered] is closed at the first answer and
-// [Peer.PublicEndpoint] is what the hub saw. [Peer.SendUDP] and
+// [Peer.PublicEndpoint] is what the hub saw. The hub checks each new
+// endpoint of the peer (its first, and each NAT rebinding) with a
+// PATH_CHALLENGE; the UDP reader answers it at once with a PATH_RESPONSE
+// from the same socket (docs/protocol/p2p.md §12.4), counted in
+// UDPStats.PathChallenges. [Peer.SendUDP] and
 // [Peer.BroadcastUDP] send an envelope as one UDP_MESSAGE, or, over
 // 1,104 bytes, as JUMBO fragments of 1,024 bytes paced at
 // Config.JumboRate, up to [MaxJumboSize] (16,256,000 bytes; larger is
@@ -81,7 +85,7 @@
 // never answered.
 //
 // The UDP side adds two goroutines: the UDP reader (opens, dispatches,
-// reassembles, answers PING) and the keeper (REGISTER). The TLS reader
+// reassembles, answers PING and PATH_CHALLENGE) and the keeper (REGISTER). The TLS reader
 // stops them, and the extensions, before it closes Messages and Events.
 //
 // # Reliable channels

@@ -57,6 +57,10 @@ type UDPStats struct {
 	DroppedMalformed       uint64 // opened, but did not decode, or a kind not allowed there
 	DroppedNoHandler       uint64 // a kind nothing here handles
 	DroppedQueueFull       uint64 // Messages was full: a UDP message is never waited for
+	// PathChallenges counts the hub's PATH_CHALLENGEs, each answered at
+	// once: one per new endpoint the hub saw this peer at (its first, and
+	// each NAT rebinding), more when answers were lost.
+	PathChallenges uint64
 	// Jumbo messages.
 	JumboSent     uint64 // jumbo messages sent
 	JumboReceived uint64 // jumbo messages reassembled and delivered
@@ -69,6 +73,7 @@ type udpCounters struct {
 	sent, received                               atomic.Uint64
 	dropUnauth, dropReplay, dropMalformed        atomic.Uint64
 	dropNoHandler, dropQueueFull                 atomic.Uint64
+	pathChallenges                               atomic.Uint64
 	jumboSent, jumboRecv, jumboTimeout, jumboMem atomic.Uint64
 	jumboBad                                     atomic.Uint64
 }
@@ -384,7 +389,8 @@ func (p *Peer) sealWriteLocked(s *sealed.Sealer, addr netip.AddrPort, plain []by
 
 // handleDatagrams makes h the handler of received datagrams of kind,
 // replacing any earlier one; nil removes it. UDP_MESSAGE, JUMBO,
-// REGISTERED, PING and PONG are handled here and cannot be taken over.
+// REGISTERED, PATH_CHALLENGE, PING and PONG are handled here and cannot
+// be taken over.
 func (p *Peer) handleDatagrams(kind p2pwire.Kind, h datagramHandler) {
 	u := p.udp
 	if u == nil {
@@ -549,8 +555,8 @@ func (p *Peer) UDPStats() UDPStats {
 		Sent: u.c.sent.Load(), Received: u.c.received.Load(),
 		DroppedUnauthenticated: u.c.dropUnauth.Load(), DroppedReplay: u.c.dropReplay.Load(),
 		DroppedMalformed: u.c.dropMalformed.Load(), DroppedNoHandler: u.c.dropNoHandler.Load(),
-		DroppedQueueFull: u.c.dropQueueFull.Load(),
-		JumboSent:        u.c.jumboSent.Load(), JumboReceived: u.c.jumboRecv.Load(),
+		DroppedQueueFull: u.c.dropQueueFull.Load(), PathChallenges: u.c.pathChallenges.Load(),
+		JumboSent: u.c.jumboSent.Load(), JumboReceived: u.c.jumboRecv.Load(),
 		JumboTimedOut: u.c.jumboTimeout.Load(), JumboOverMem: u.c.jumboMem.Load(), JumboBad: u.c.jumboBad.Load(),
 	}
 }
@@ -714,8 +720,8 @@ func (p *Peer) openDatagram(d []byte, src netip.AddrPort, plain []byte, now time
 func (p *Peer) dispatchDatagram(path Path, from string, src netip.AddrPort, keyID uint32, plain []byte, now time.Time) {
 	u := p.udp
 	rt, err := p2pwire.DecodeRouting(plain)
-	if err != nil || !rt.Kind.OnDatagram() {
-		u.c.dropMalformed.Add(1)
+	if err != nil || !rt.Kind.OnDatagram() || rt.Kind.ToHubOnly() || path != PathHub && rt.Kind.FromHubOnly() {
+		u.c.dropMalformed.Add(1) // not a datagram, or one that does not travel this way
 		return
 	}
 	in := inDatagram{Kind: rt.Kind, Path: path, Src: src, KeyID: keyID, Rest: plain[rt.Size:], Broadcast: rt.Broadcast()}
@@ -765,6 +771,19 @@ func (p *Peer) dispatchDatagram(path Path, from string, src netip.AddrPort, keyI
 		p.answerPing(path, from, src, keyID, pong)
 		return
 	case p2pwire.KindPong:
+		return
+	case p2pwire.KindPathChallenge:
+		// The hub checks that this socket is where it sends this peer's
+		// datagrams (docs/protocol/p2p.md §12.4): answer at once, from it.
+		var m p2pwire.PathChallenge
+		if m.Unmarshal(plain) != nil {
+			u.c.dropMalformed.Add(1)
+			return
+		}
+		u.c.pathChallenges.Add(1)
+		var b [2 + p2pwire.PathDataSize]byte
+		resp, _ := (&p2pwire.PathResponse{Data: m.Data}).AppendTo(b[:0])
+		_ = p.sealTo(u.hub.Load().side.Seal, u.hubAddr, resp)
 		return
 	case p2pwire.KindUDPMessage:
 		var e p2pwire.Envelope

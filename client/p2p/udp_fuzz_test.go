@@ -13,8 +13,11 @@ import (
 
 // FuzzDispatchDatagram feeds arbitrary opened plaintexts to the UDP
 // reader's dispatch, as from the hub and as from a direct path (no hub):
-// it never panics, delivers only whole envelopes, and the jumbo
-// reassembly's memory stays within its bounds.
+// it never panics, delivers only whole envelopes, the jumbo reassembly's
+// memory stays within its bounds, and what it answers is right: a PING
+// from the hub gets a PONG with its value, a PATH_CHALLENGE from the hub
+// a PATH_RESPONSE with its data (the test's socket is the "hub", so the
+// answers come back to it, sealed with the peer's key).
 func FuzzDispatchDatagram(f *testing.F) {
 	uc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -34,6 +37,11 @@ func FuzzDispatchDatagram(f *testing.F) {
 		stop: make(chan struct{}),
 	}
 	u.hub.Store(&hubSession{keyID: 1, side: side})
+	hubSide, err := p2pseal.HubSide(bytes.Repeat([]byte{1}, 32), 1)
+	if err != nil {
+		f.Fatal(err)
+	}
+	buf := make([]byte, p2pwire.MaxDatagramSize)
 	u.reasm.init(cfg)
 	p.udp = u
 	for _, m := range []p2pwire.Message{
@@ -46,6 +54,8 @@ func FuzzDispatchDatagram(f *testing.F) {
 		&p2pwire.Registered{Observed: netip.MustParseAddrPort("1.2.3.4:5")},
 		&p2pwire.Ping{Value: 3},
 		&p2pwire.Reliable{Route: p2pwire.Route{From: "bob~2"}, Channel: 1, Segment: []byte{1}},
+		&p2pwire.PathChallenge{Data: p2pwire.PathData{1, 2, 3, 4, 5, 6, 7, 8}},
+		&p2pwire.PathResponse{Data: p2pwire.PathData{1, 2, 3, 4, 5, 6, 7, 8}},
 	} {
 		b, _ := m.AppendTo(nil)
 		f.Add(false, b)
@@ -58,6 +68,26 @@ func FuzzDispatchDatagram(f *testing.F) {
 			path, from = PathDirectUDP, "bob~2"
 		}
 		p.dispatchDatagram(path, from, src, 1, plain, time.Now())
+		var want p2pwire.Message // the answer due to the hub
+		if m, err := p2pwire.Decode(plain); err == nil && !direct {
+			switch m := m.(type) {
+			case *p2pwire.Ping:
+				want = &p2pwire.Pong{Value: m.Value}
+			case *p2pwire.PathChallenge:
+				want = &p2pwire.PathResponse{Data: m.Data}
+			}
+		}
+		if want != nil {
+			_ = uc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, _, err := uc.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				t.Fatalf("no answer to %x: %v", plain, err)
+			}
+			got, _, err := hubSide.Open.Open(nil, buf[:n])
+			if w, _ := want.AppendTo(nil); err != nil || !bytes.Equal(got, w) {
+				t.Fatalf("answer to %x: %x, %v; want %x", plain, got, err, w)
+			}
+		}
 		select {
 		case m := <-p.msgs:
 			if !m.UDP || m.From == "" {

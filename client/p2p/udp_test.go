@@ -219,6 +219,22 @@ func TestUDPRebinding(t *testing.T) {
 	if m := nextUDP(t, alice); string(m.Payload) != "found you" {
 		t.Fatalf("alice got %q", m.Payload)
 	}
+	// The hub challenged her first endpoint and the new one, and she
+	// answered: the new one is validated, and no datagram was held back.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, _ := th.h.PeerUDP("lobby", alice.ID())
+		if st.Validated && st.Endpoint == after.Endpoint {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's endpoint on the hub %+v, not validated", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s := alice.UDPStats(); s.PathChallenges < 2 {
+		t.Fatalf("alice answered %d challenges, want one per endpoint", s.PathChallenges)
+	}
 }
 
 // The hooks reliable channels and punching build on: a handler gets a

@@ -37,6 +37,9 @@ func addMessageSeeds(f *testing.F) {
 	for _, v := range mf.HubRefuses {
 		f.Add([]byte(v.Hex))
 	}
+	for _, v := range mf.PeerRefuses {
+		f.Add([]byte(v.Hex))
+	}
 	for _, v := range mf.Stamping {
 		f.Add([]byte(v.Body))
 	}
@@ -100,6 +103,15 @@ func FuzzDecode(f *testing.F) {
 		}
 		if !bytes.Equal(enc, data) {
 			t.Fatalf("re-encoding changed the bytes:\n in %x\nout %x", data, enc)
+		}
+		if r.Kind.FromHubOnly() && r.Kind.ToHubOnly() || r.Kind.ToHubOnly() && !r.FromPeer() {
+			t.Fatalf("%s: from the hub only %v, to the hub only %v, from a peer %v", r.Kind, r.Kind.FromHubOnly(), r.Kind.ToHubOnly(), r.FromPeer())
+		}
+		if k := r.Kind; k == p2pwire.KindPathChallenge || k == p2pwire.KindPathResponse {
+			// Exactly the routing header and 8 bytes of data, whatever else the input held.
+			if len(data) != 2+p2pwire.PathDataSize {
+				t.Fatalf("%s of %d bytes decoded", k, len(data))
+			}
 		}
 		if r.Kind.Routed() && r.FromPeer() {
 			// What the hub delivers decodes as the same message, from the stamped sender.

@@ -22,18 +22,20 @@ var update = flag.Bool("update", false, "rewrite the vectors in testdata/p2pwire
 
 const messagesAbout = "P2P wire protocol version 1 (docs/protocol/p2p.md). Every item is a frame body or an opened datagram, " +
 	"without the TLS length prefix. Byte strings in hex fields are lowercase hex; in fields, byte strings (payload, ticket, " +
-	"resume_token, segment, chunk) are standard base64 as Go's encoding/json writes them, udp.secret is an array of 32 numbers, " +
+	"resume_token, segment, chunk) are standard base64 as Go's encoding/json writes them, udp.secret is an array of 32 numbers " +
+	"and the data of PATH_CHALLENGE and PATH_RESPONSE an array of 8, " +
 	"endpoints are \"addr:port\" text; a field equal to its zero value is omitted. valid: encoding fields must give hex, decoding " +
 	"hex must give fields. invalid: decoding hex with the decoder of the kind the item is listed under must fail; field names the " +
 	"field the decoder stops at (\"message\" for bytes after the last field) and reason says why. A decoder checks the kind, the " +
 	"routing header, then the fields in order, each as soon as it is read. routing_invalid: bodies whose routing header is " +
 	"malformed, rejected by every decoder. unknown_kinds: kinds version 1 does not define. stamping: a body as a peer sends it, " +
 	"the from the hub stamps, and the whole frame (length prefix included) the hub delivers. hub_refuses: well-formed bodies a " +
-	"hub must refuse from a peer (from set, or no destination). envelopes: bare envelopes (a jumbo message reassembled, a " +
+	"hub must refuse from a peer (from set, no destination, or a kind only a hub sends). peer_refuses: well-formed bodies a " +
+	"peer must refuse from the hub (kinds only a peer sends, to a hub). envelopes: bare envelopes (a jumbo message reassembled, a " +
 	"reliable-channel message)."
 
 const messagesHandWritten = "Every item whose name starts with \"hand_\", every invalid, routing_invalid, unknown_kinds, " +
-	"stamping and hub_refuses item is composed by hand, field by field, from docs/protocol/p2p.md, independently of the Go " +
+	"stamping, hub_refuses and peer_refuses item is composed by hand, field by field, from docs/protocol/p2p.md, independently of the Go " +
 	"encoder (its hex is written out in protocol/p2pwire/generate_test.go); the others are produced by the Go encoder. " +
 	"go test ./protocol/p2pwire -run TestGenerate -update rewrites the files; without -update the test fails if they are stale."
 
@@ -358,7 +360,7 @@ var unknownKinds = []struct{ name, hex string }{
 	{"kind_0", "00 00"},
 	{"kind_0x0c", "0c 00"},
 	{"kind_0x13", "13 01 " + hB + "00"},
-	{"kind_0x27", "27 00"},
+	{"kind_0x29", "29 00"},
 	{"kind_0xff", "ff"},
 }
 
@@ -378,6 +380,7 @@ var hubRefuses = []struct{ name, hex string }{
 	{"peer_set", "03 00 0000000000000005 0002 " + hA + hB},
 	{"error", "05 00 0001 04 0000"},
 	{"registered", "21 00 04 cb007105 d431"},
+	{"path_challenge", "27 00 " + hData},
 }
 
 var envelopes = []struct {
@@ -437,7 +440,7 @@ func generateMessages(t *testing.T) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "{\n  \"protocol_version\": %d,\n  \"about\": %s,\n  \"hand_written\": %s,\n  \"messages\": [\n",
 		p2pwire.Version, mustJSON(t, messagesAbout), mustJSON(t, messagesHandWritten))
-	kinds := append(genKinds(), genPunchKinds()...)
+	kinds := append(append(genKinds(), genPunchKinds()...), genPathKinds()...)
 	for i, gk := range kinds {
 		var valid, invalid []any
 		for _, g := range gk.valid {
@@ -489,6 +492,12 @@ func generateMessages(t *testing.T) []byte {
 		vs = append(vs, unknownVector{Name: g.name, Hex: h(g.hex)})
 	}
 	b.WriteString("  ],\n  \"hub_refuses\": [\n")
+	items(t, &b, "    ", vs)
+	vs = nil
+	for _, g := range peerRefuses {
+		vs = append(vs, unknownVector{Name: g.name, Hex: h(g.hex)})
+	}
+	b.WriteString("  ],\n  \"peer_refuses\": [\n")
 	items(t, &b, "    ", vs)
 	vs = nil
 	for _, g := range envelopes {

@@ -47,6 +47,10 @@ const (
 	// Hole punching, between the peers (sealed with the pair key).
 	KindPunchProbe Kind = 0x25 // to each candidate of the other side; first frame on a punched TCP connection
 	KindPunchAck   Kind = 0x26 // answer to a probe, to its source
+
+	// Path validation, between a peer and the hub's UDP port (path.go).
+	KindPathChallenge Kind = 0x27 // hub → peer: 8 random bytes, to an endpoint not yet validated
+	KindPathResponse  Kind = 0x28 // peer → hub: the challenge's 8 bytes, from the socket it came on
 )
 
 var kindNames = map[Kind]string{
@@ -57,6 +61,7 @@ var kindNames = map[Kind]string{
 	KindReliable: "RELIABLE", KindJumbo: "JUMBO",
 	KindPunchRequest: "PUNCH_REQUEST", KindPunchOffer: "PUNCH_OFFER", KindPunchResult: "PUNCH_RESULT",
 	KindPunchProbe: "PUNCH_PROBE", KindPunchAck: "PUNCH_ACK",
+	KindPathChallenge: "PATH_CHALLENGE", KindPathResponse: "PATH_RESPONSE",
 }
 
 // String returns the kind's name as docs/protocol/p2p.md spells it, or
@@ -76,8 +81,13 @@ func (k Kind) Known() bool { return kindClass[k] != classNone }
 func (k Kind) Routed() bool { return kindClass[k]&classRouted != 0 }
 
 // FromHubOnly reports whether only a hub sends k (WELCOME, PEER_SET,
-// PEER_EVENTS, ERROR, REGISTERED, PUNCH_OFFER).
+// PEER_EVENTS, ERROR, REGISTERED, PUNCH_OFFER, PATH_CHALLENGE).
 func (k Kind) FromHubOnly() bool { return kindClass[k]&classHubOnly != 0 }
+
+// ToHubOnly reports whether k is sent only by a peer, and only to a hub
+// (HELLO, GOODBYE, PUNCH_REQUEST, PUNCH_RESULT, REGISTER, PATH_RESPONSE):
+// a peer drops it from the hub or from another peer.
+func (k Kind) ToHubOnly() bool { return kindClass[k]&classToHubOnly != 0 }
 
 // OnStream reports whether k may be sent on the TLS link (and on a punched
 // TCP connection).
@@ -93,27 +103,31 @@ const (
 	classRouted    = 1 << 2
 	classBroadcast = 1 << 3 // routed kinds that may be broadcast
 	classHubOnly   = 1 << 4 // control kinds only a hub sends
+	classToHubOnly = 1 << 5 // control kinds only a peer sends, to a hub
 )
 
 var kindClass = [256]uint8{
-	KindHello: classStream, KindWelcome: classStream | classHubOnly, KindPeerSet: classStream | classHubOnly,
+	KindHello: classStream | classToHubOnly, KindWelcome: classStream | classHubOnly, KindPeerSet: classStream | classHubOnly,
 	KindPeerEvents: classStream | classHubOnly, KindError: classStream | classHubOnly,
 	KindPing: classStream | classDatagram, KindPong: classStream | classDatagram,
-	KindGoodbye:    classStream,
+	KindGoodbye:    classStream | classToHubOnly,
 	KindMessage:    classStream | classRouted | classBroadcast,
 	KindRequest:    classStream | classRouted,
 	KindResponse:   classStream | classRouted,
-	KindRegister:   classDatagram,
+	KindRegister:   classDatagram | classToHubOnly,
 	KindRegistered: classDatagram | classHubOnly,
 	KindUDPMessage: classDatagram | classRouted | classBroadcast,
 	KindReliable:   classDatagram | classRouted,
 	KindJumbo:      classDatagram | classRouted | classBroadcast,
 
-	KindPunchRequest: classStream,
+	KindPunchRequest: classStream | classToHubOnly,
 	KindPunchOffer:   classStream | classHubOnly,
-	KindPunchResult:  classStream,
+	KindPunchResult:  classStream | classToHubOnly,
 	KindPunchProbe:   classDatagram,
 	KindPunchAck:     classDatagram,
+
+	KindPathChallenge: classDatagram | classHubOnly,
+	KindPathResponse:  classDatagram | classToHubOnly,
 }
 
 // Limits. Each is enforced by the decoder and the encoder of the field it

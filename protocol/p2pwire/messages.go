@@ -56,6 +56,10 @@ func New(k Kind) Message {
 		return new(PunchProbe)
 	case KindPunchAck:
 		return new(PunchAck)
+	case KindPathChallenge:
+		return new(PathChallenge)
+	case KindPathResponse:
+		return new(PathResponse)
 	}
 	return nil
 }

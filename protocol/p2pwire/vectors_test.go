@@ -49,6 +49,7 @@ type messagesFile struct {
 	UnknownKinds    []unknownVector  `json:"unknown_kinds"`
 	Stamping        []stampVector    `json:"stamping"`
 	HubRefuses      []unknownVector  `json:"hub_refuses"`
+	PeerRefuses     []unknownVector  `json:"peer_refuses"`
 	Envelopes       []envelopeVector `json:"envelopes"`
 }
 
@@ -294,6 +295,17 @@ func TestVectorsMessages(t *testing.T) {
 			}
 			if h.FromPeer() {
 				t.Fatalf("FromPeer true for %+v", h)
+			}
+		})
+	}
+	for _, v := range f.PeerRefuses {
+		t.Run("peer_refuses/"+v.Name, func(t *testing.T) {
+			h, err := p2pwire.DecodeRouting(v.Hex)
+			if err != nil {
+				t.Fatalf("DecodeRouting: %v; the item must decode", err)
+			}
+			if !h.Kind.ToHubOnly() || h.Kind.FromHubOnly() || !h.FromPeer() {
+				t.Fatalf("%s: ToHubOnly %v, FromHubOnly %v, FromPeer %v", h.Kind, h.Kind.ToHubOnly(), h.Kind.FromHubOnly(), h.FromPeer())
 			}
 		})
 	}
