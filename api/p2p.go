@@ -134,11 +134,15 @@ type P2PPeer struct {
 type P2PPeerUDP struct {
 	// Endpoint is where its authenticated datagrams come from (its NAT
 	// mapping), "" before the first.
-	Endpoint     string `json:"endpoint,omitempty"`
-	DatagramsIn  uint64 `json:"datagrams_in"`
-	DatagramsOut uint64 `json:"datagrams_out"`
-	BytesIn      uint64 `json:"bytes_in"`
-	BytesOut     uint64 `json:"bytes_out"`
+	Endpoint string `json:"endpoint,omitempty"`
+	// EndpointValidated reports whether the peer answered a PATH_CHALLENGE
+	// from Endpoint (docs/protocol/p2p.md §12.4): until it has, the hub
+	// sends there at most 3 times what came from it.
+	EndpointValidated bool   `json:"endpoint_validated"`
+	DatagramsIn       uint64 `json:"datagrams_in"`
+	DatagramsOut      uint64 `json:"datagrams_out"`
+	BytesIn           uint64 `json:"bytes_in"`
+	BytesOut          uint64 `json:"bytes_out"`
 }
 
 // P2PPeerList is the answer of GET /p2p/v1/networks/{network}/peers.

@@ -177,6 +177,13 @@ func TestNATPunchEIM(t *testing.T) {
 	if c1[a.id].DatagramsIn == 0 || c1[b.id].DatagramsIn == 0 {
 		t.Errorf("the hub's counters saw nothing of the peers: %+v", c1)
 	}
+	// Each peer answered the hub's PATH_CHALLENGE through its NAT: the
+	// endpoint the hub reports is validated (p2p.md §12.4).
+	for _, id := range []string{a.id, b.id} {
+		if !c1[id].EndpointValidated || c1[id].Endpoint == "" {
+			t.Errorf("the hub reports %s's endpoint %q, validated %v; want its NAT mapping, validated", id, c1[id].Endpoint, c1[id].EndpointValidated)
+		}
+	}
 	t.Logf("UDP direct: the hub saw %d packets, %d bytes while %d messages of 1 kB went each way", u1.Packets-u0.Packets, u1.Bytes-u0.Bytes, n)
 
 	// TCP: the punched connection carries /msg (reliable messages).

@@ -34,7 +34,7 @@ func (c hubCommands) Peers(_ context.Context, req *store.HubPeersRequest) (*stor
 		if u, ok := c.h.PeerUDP(req.Network, id); ok {
 			hp.UDP = &api.P2PPeerUDP{DatagramsIn: u.DatagramsIn, DatagramsOut: u.DatagramsOut, BytesIn: u.BytesIn, BytesOut: u.BytesOut}
 			if u.Endpoint.IsValid() {
-				hp.UDP.Endpoint = u.Endpoint.String()
+				hp.UDP.Endpoint, hp.UDP.EndpointValidated = u.Endpoint.String(), u.Validated
 			}
 		}
 		out.Peers = append(out.Peers, hp)
