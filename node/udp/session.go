@@ -140,13 +140,18 @@ func (ss *session) spend(n int) bool {
 
 // resent records a retransmitted HANDSHAKE of n bytes from a, which gets
 // the reply again: the reply goes to a, and the budget grows by what a
-// sent, less the reply.
+// sent, less the reply. The budget is a's alone: when a is not the
+// attempt's address, what the earlier address earned does not follow the
+// attempt there (else a key holder retransmitting from its own address
+// could bank budget, then aim a resume's catch-up at a forged one).
 func (ss *session) resent(a netip.AddrPort, n int) {
 	ss.mu.Lock()
 	if a != ss.path.proven { // the reply goes to two addresses: neither is proven
 		ss.path.proven = netip.AddrPort{}
 	}
-	ss.addr = a
+	if a != ss.addr {
+		ss.addr, ss.budget = a, 0
+	}
 	ss.budget += amplification*n - len(ss.reply)
 	ss.mu.Unlock()
 }
