@@ -130,12 +130,12 @@ const (
 	unprovenWindow = 2
 )
 
-// spend reports whether n more bytes may go to the session's address,
-// and takes them from the budget while it is limited.
-func (ss *session) spend(n int) bool {
+// spendDest returns the session's address and whether n more bytes may
+// go there, taking them from the budget while it is limited.
+func (ss *session) spendDest(n int) (netip.AddrPort, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.spendLocked(n)
+	return ss.addr, ss.spendLocked(n)
 }
 
 // resent records a retransmitted HANDSHAKE of n bytes from a, which gets
@@ -159,11 +159,15 @@ func (ss *session) resent(a netip.AddrPort, n int) {
 // output is the KCP conversation's OutputFunc.
 // Before the session is established it keeps to the budget: what it
 // drops, KCP sends again.
+// The address and the spending are read under one lock: the reader may
+// move the session between them, and what was allowed to the validated
+// address must not go to the new one.
 func (ss *session) output(_ *kcploop.Conv, b []byte) {
-	if !ss.spend(len(b) + roomudp.SessionOverhead) {
+	to, ok := ss.spendDest(len(b) + roomudp.SessionOverhead)
+	if !ok {
 		return
 	}
-	ss.s.out.seal(ss.s, ss.send, roomudp.ChannelKCP, b, ss.dest())
+	ss.s.out.seal(ss.s, ss.send, roomudp.ChannelKCP, b, to)
 }
 
 // sendPayload sends one message: as one datagram when unreliable and it
