@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
 
@@ -67,4 +68,80 @@ func TestBudgetNotBankedAcrossAddresses(t *testing.T) {
 	if total > 3*len(forged) {
 		t.Errorf("the victim received %d bytes for the %d it sent: over 3 times", total, len(forged))
 	}
+}
+
+// TestForgedSourcesAlternating: a player hops its seat's traffic between
+// two forged sources and its own address (forged, real, forged, forged,
+// real, ...) while its room streams FRAMEs at tick rate. Each forged
+// address gets at most 3 times the bytes sent in its name, however often
+// the session comes back to it: a move to an address not validated
+// starts its budget at zero.
+func TestForgedSourcesAlternating(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-hop", 1)
+	tk, kid, sk := e.ticket("r-hop", 0)
+	c := e.newClient(kid, sk)
+	c.handshake(helloBytes(t, tk))
+	c.pingPong()
+	c.reliable(&roomwire.Ready{})
+	c.await(roomwire.TypeRoomState)
+	c.await(roomwire.TypeFrame)
+
+	type victim struct {
+		pc   *net.UDPConn
+		sent int
+		got  chan int
+	}
+	vs := make([]*victim, 2)
+	for i := range vs {
+		pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		v := &victim{pc: pc, got: make(chan int, 1)}
+		vs[i] = v
+		go func() {
+			buf, total := make([]byte, 2048), 0
+			for {
+				_ = pc.SetReadDeadline(time.Now().Add(time.Second))
+				n, _, err := pc.ReadFromUDP(buf)
+				if err != nil {
+					v.got <- total
+					return
+				}
+				total += n
+			}
+		}()
+	}
+	ping, _ := (&roomwire.Ping{ClientMS: 7}).AppendTo(nil)
+	in := uint32(1)
+	for round := range 12 {
+		for _, i := range []int{0, 1, 0} { // the real address only every third hop
+			d := c.seal(roomudp.ChannelMessage, ping)
+			if _, err := vs[i].pc.WriteToUDP(d, e.addr); err != nil {
+				t.Fatal(err)
+			}
+			vs[i].sent += len(d)
+			time.Sleep(40 * time.Millisecond) // more than a tick: FRAMEs go to the forged address meanwhile
+		}
+		if round%2 == 0 {
+			c.inputs(in, []byte{byte(round)})
+			in++
+		} else {
+			c.unreliable(&roomwire.Ping{ClientMS: 1})
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	for i, v := range vs {
+		got := <-v.got
+		t.Logf("forged address %d: %d bytes sent in its name, %d received", i, v.sent, got)
+		if got > 3*v.sent {
+			t.Errorf("forged address %d received %d bytes for the %d sent in its name: over 3 times", i, got, v.sent)
+		}
+	}
+	if got := e.counter("switchboard_node_udp_dropped_total", "reason", "unvalidated"); got == 0 {
+		t.Error("nothing held back from the forged addresses: the room streamed no FRAMEs there?")
+	}
+	c.pingPong() // the real client still plays
 }
