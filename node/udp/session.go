@@ -119,7 +119,7 @@ func (ss *session) start(welcome []byte) bool {
 // unproven: a replayed HANDSHAKE, or one sent by the token's holder with
 // a forged source, must not turn into a flood there. As QUIC does before
 // it validates an address (RFC 9000 §8), the node then sends at most
-// amplification times the HANDSHAKE bytes it got from the attempt, and
+// amplification times the HANDSHAKE bytes it got from that address, and
 // KCP's window is unprovenWindow segments, so that what waits behind it
 // (a resume's catch-up) leaves at once when the session is established
 // rather than after a retransmission timeout. After it is established,
