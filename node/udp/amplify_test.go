@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/switchboardgg/switchboard/internal/sealed"
 	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/protocol/roomwire"
 )
@@ -144,4 +145,70 @@ func TestForgedSourcesAlternating(t *testing.T) {
 		t.Error("nothing held back from the forged addresses: the room streamed no FRAMEs there?")
 	}
 	c.pingPong() // the real client still plays
+}
+
+// TestPathResponseFromAnotherAddress: a player forges its source (the
+// victim's), reads the PATH_CHALLENGE there (here the test can; a real
+// attacker could only if it received at the victim's address) and answers
+// it from its own address, sealed with a sequence number below the forged
+// datagram's so that the answer does not move the session back. The
+// victim's address is not validated: an answer counts only from the
+// address it validates.
+func TestPathResponseFromAnotherAddress(t *testing.T) {
+	e := newEnv(t)
+	e.admit("r-answer", 1)
+	tk, kid, sk := e.ticket("r-answer", 0)
+	c := e.newClient(kid, sk)
+	c.handshake(helloBytes(t, tk))
+	c.pingPong()
+
+	victim, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer victim.Close()
+	c.mute.Store(true) // the client's KCP says nothing meanwhile
+	defer c.mute.Store(false)
+	// A second sealer on the session's key, at the client's next
+	// sequence number; the client's own sealer skips a few, so the
+	// answer can be sealed after the forged datagram with a lower number.
+	low, err := sealed.NewSealer(c.i2r[:], c.conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for low.Next() < c.send.Next() {
+		if _, err := low.Seal(nil, []byte{0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 4 {
+		c.seal(roomudp.ChannelMessage, nil)
+	}
+	ping, _ := (&roomwire.Ping{ClientMS: 9}).AppendTo(nil)
+	if _, err := victim.WriteToUDP(c.seal(roomudp.ChannelMessage, ping), e.addr); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 2048)
+	var data []byte
+	for data == nil {
+		_ = victim.SetReadDeadline(time.Now().Add(5 * time.Second))
+		n, _, err := victim.ReadFromUDP(buf)
+		if err != nil {
+			t.Fatal("no PATH_CHALLENGE at the victim's address")
+		}
+		if p, _, err := c.open.Open(nil, buf[:n]); err == nil && p[0] == roomudp.ChannelPathChallenge {
+			data = append([]byte(nil), p[1:]...)
+		}
+	}
+	answer, err := low.Seal(nil, append([]byte{roomudp.ChannelPathResponse}, data...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.write(answer)
+	waitFor(t, "the answer from another address dropped as stale", func() bool {
+		return e.counter("switchboard_node_udp_dropped_total", "reason", "stale") == 1
+	})
+	if got := e.counter("switchboard_node_udp_path_checks_total", "result", "validated"); got != 0 {
+		t.Errorf("the victim's address was validated by an answer from elsewhere (%v)", got)
+	}
 }
