@@ -186,9 +186,9 @@ func addNodeTuning(f *pflag.FlagSet, o *systemOptions, srcRate, srcBurst int) {
 	f.IntVar(&o.cfg.Node.UDP.MTU, "node-udp-mtu", udp.DefaultMTU,
 		"largest UDP datagram the node sends, in bytes")
 	f.IntVar(&o.cfg.Node.UDP.SourceHandshakeRate, "node-udp-source-handshake-rate", srcRate,
-		"new UDP HANDSHAKEs (joins and resumes) per second one IPv4 address or IPv6 /64 may send; beyond, they are dropped unanswered; negative turns the limit off")
+		fmt.Sprintf("new UDP HANDSHAKEs (joins and resumes) per second one IPv4 address or IPv6 /64 may send; beyond, they are dropped unanswered; negative turns the limit off, 0 means %d", udp.DefaultSourceHandshakeRate))
 	f.IntVar(&o.cfg.Node.UDP.SourceHandshakeBurst, "node-udp-source-handshake-burst", srcBurst,
-		"new UDP HANDSHAKEs one IPv4 address or IPv6 /64 may send at once above --node-udp-source-handshake-rate")
+		fmt.Sprintf("new UDP HANDSHAKEs one IPv4 address or IPv6 /64 may send at once above --node-udp-source-handshake-rate (0 means %d)", udp.DefaultSourceHandshakeBurst))
 }
 
 // resolveKeys fills the keys given by environment variables.

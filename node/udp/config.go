@@ -40,6 +40,11 @@ const (
 	// the table needs to hold only the sources that sent a HANDSHAKE in
 	// the last burst/rate = 2 s.
 	DefaultMaxHandshakeSources = 16384
+	// maxSourceLimit bounds SourceHandshakeRate and SourceHandshakeBurst:
+	// far above any use (the node-wide default is 5,000), and low enough
+	// that the per-source buckets' nano-token arithmetic cannot overflow
+	// (a burst of 10^10 did, and turned every known source away).
+	maxSourceLimit = 1_000_000
 	// DefaultReadRate and DefaultReadBurst are a WebSocket connection's
 	// read budget (node.DefaultReadRate, node.DefaultReadBurst).
 	DefaultReadRate  = node.DefaultReadRate
@@ -154,6 +159,8 @@ func (c Config) withDefaults() (Config, error) {
 		c.HandshakeRate < 1 || c.HandshakeBurst < 1 || c.ReadRate < 1 ||
 		c.SourceHandshakeBurst < 1 || c.MaxHandshakeSources < 1:
 		return c, fmt.Errorf("udp: a limit below 1: %w", ErrConfig)
+	case c.SourceHandshakeRate > maxSourceLimit || c.SourceHandshakeBurst > maxSourceLimit:
+		return c, fmt.Errorf("udp: SourceHandshakeRate or SourceHandshakeBurst above %d: %w", maxSourceLimit, ErrConfig)
 	case c.ReadBurst < roomudp.MaxDatagram:
 		return c, fmt.Errorf("udp: ReadBurst %d below the largest datagram (%d): %w", c.ReadBurst, roomudp.MaxDatagram, ErrConfig)
 	}

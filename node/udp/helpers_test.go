@@ -225,6 +225,7 @@ type client struct {
 	hsOpen *sealed.Opener
 	send   *sealed.Sealer
 	open   *sealed.Opener
+	i2r    [roomudp.KeySize]byte // the session's client-to-node key (send's)
 	loop   *kcploop.Loop
 	kcp    *kcploop.Conv
 	conv   uint32
@@ -364,6 +365,7 @@ func (c *client) start(sn [16]byte, welcome []byte) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
+	c.i2r = keys.I2R
 	c.send, _ = sealed.NewSealer(keys.I2R[:], c.conv)
 	c.open, _ = sealed.NewOpener(keys.R2I[:], c.conv)
 	if c.loop, err = kcploop.New(kcploop.Config{Logger: discard}); err != nil {

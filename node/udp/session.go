@@ -119,7 +119,7 @@ func (ss *session) start(welcome []byte) bool {
 // unproven: a replayed HANDSHAKE, or one sent by the token's holder with
 // a forged source, must not turn into a flood there. As QUIC does before
 // it validates an address (RFC 9000 §8), the node then sends at most
-// amplification times the HANDSHAKE bytes it got from the attempt, and
+// amplification times the HANDSHAKE bytes it got from that address, and
 // KCP's window is unprovenWindow segments, so that what waits behind it
 // (a resume's catch-up) leaves at once when the session is established
 // rather than after a retransmission timeout. After it is established,
@@ -130,23 +130,28 @@ const (
 	unprovenWindow = 2
 )
 
-// spend reports whether n more bytes may go to the session's address,
-// and takes them from the budget while it is limited.
-func (ss *session) spend(n int) bool {
+// spendDest returns the session's address and whether n more bytes may
+// go there, taking them from the budget while it is limited.
+func (ss *session) spendDest(n int) (netip.AddrPort, bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.spendLocked(n)
+	return ss.addr, ss.spendLocked(n)
 }
 
 // resent records a retransmitted HANDSHAKE of n bytes from a, which gets
 // the reply again: the reply goes to a, and the budget grows by what a
-// sent, less the reply.
+// sent, less the reply. The budget is a's alone: when a is not the
+// attempt's address, what the earlier address earned does not follow the
+// attempt there (else a key holder retransmitting from its own address
+// could bank budget, then aim a resume's catch-up at a forged one).
 func (ss *session) resent(a netip.AddrPort, n int) {
 	ss.mu.Lock()
 	if a != ss.path.proven { // the reply goes to two addresses: neither is proven
 		ss.path.proven = netip.AddrPort{}
 	}
-	ss.addr = a
+	if a != ss.addr {
+		ss.addr, ss.budget = a, 0
+	}
 	ss.budget += amplification*n - len(ss.reply)
 	ss.mu.Unlock()
 }
@@ -154,11 +159,15 @@ func (ss *session) resent(a netip.AddrPort, n int) {
 // output is the KCP conversation's OutputFunc.
 // Before the session is established it keeps to the budget: what it
 // drops, KCP sends again.
+// The address and the spending are read under one lock: the reader may
+// move the session between them, and what was allowed to the validated
+// address must not go to the new one.
 func (ss *session) output(_ *kcploop.Conv, b []byte) {
-	if !ss.spend(len(b) + roomudp.SessionOverhead) {
+	to, ok := ss.spendDest(len(b) + roomudp.SessionOverhead)
+	if !ok {
 		return
 	}
-	ss.s.out.seal(ss.s, ss.send, roomudp.ChannelKCP, b, ss.dest())
+	ss.s.out.seal(ss.s, ss.send, roomudp.ChannelKCP, b, to)
 }
 
 // sendPayload sends one message: as one datagram when unreliable and it

@@ -3,6 +3,7 @@ package udp
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/switchboardgg/switchboard/internal/sealed"
+	"github.com/switchboardgg/switchboard/node"
 	"github.com/switchboardgg/switchboard/protocol/roomudp"
 	"github.com/switchboardgg/switchboard/tokens"
 )
@@ -216,6 +218,38 @@ func TestSourceDefaults(t *testing.T) {
 	if c.SourceHandshakeRate != 20 || c.SourceHandshakeBurst != 40 || c.MaxHandshakeSources != 16384 {
 		t.Errorf("got %d/s, burst %d, %d sources; want 20/s, burst 40, 16384 sources",
 			c.SourceHandshakeRate, c.SourceHandshakeBurst, c.MaxHandshakeSources)
+	}
+}
+
+// TestSourceLimitBounded: a per-source rate or burst so large that the
+// buckets' nano-token arithmetic would overflow is a configuration error,
+// not a limiter that refuses every known source.
+func TestSourceLimitBounded(t *testing.T) {
+	signer, _ := tokens.NewSigner(bytes.Repeat([]byte{3}, 32))
+	ok := Config{Node: &node.Server{}, Signer: signer}
+	for _, c := range []Config{
+		{SourceHandshakeBurst: 10_000_000_000},
+		{SourceHandshakeRate: maxSourceLimit + 1},
+	} {
+		c.Node, c.Signer = ok.Node, ok.Signer
+		if _, err := c.withDefaults(); !errors.Is(err, ErrConfig) {
+			t.Errorf("rate %d, burst %d: got %v, want ErrConfig", c.SourceHandshakeRate, c.SourceHandshakeBurst, err)
+		}
+	}
+	c := ok
+	c.SourceHandshakeRate, c.SourceHandshakeBurst = maxSourceLimit, maxSourceLimit
+	if _, err := c.withDefaults(); err != nil {
+		t.Errorf("the largest allowed: %v", err)
+	}
+	// At the largest, a source drained to nothing refills to its burst
+	// and is let through again, with no overflow.
+	l := newSourceLimiter(maxSourceLimit, maxSourceLimit, 8)
+	a := netip.MustParseAddrPort("192.0.2.1:5")
+	if got := l.takes(a, 1, maxSourceLimit+1); got != maxSourceLimit {
+		t.Fatalf("took %d at once, want the burst %d", got, maxSourceLimit)
+	}
+	if !l.take(a, 1+int64(time.Hour)) {
+		t.Error("refused after an hour")
 	}
 }
 
