@@ -79,11 +79,7 @@ func TestBudgetNotBankedAcrossAddresses(t *testing.T) {
 // starts its budget at zero.
 func TestForgedSourcesAlternating(t *testing.T) {
 	e := newEnv(t)
-	e.admit("r-hop", 1)
-	tk, kid, sk := e.ticket("r-hop", 0)
-	c := e.newClient(kid, sk)
-	c.handshake(helloBytes(t, tk))
-	c.pingPong()
+	c := e.playing(t, "r-hop")
 	c.reliable(&roomwire.Ready{})
 	c.await(roomwire.TypeRoomState)
 	c.await(roomwire.TypeFrame)
@@ -156,11 +152,7 @@ func TestForgedSourcesAlternating(t *testing.T) {
 // address it validates.
 func TestPathResponseFromAnotherAddress(t *testing.T) {
 	e := newEnv(t)
-	e.admit("r-answer", 1)
-	tk, kid, sk := e.ticket("r-answer", 0)
-	c := e.newClient(kid, sk)
-	c.handshake(helloBytes(t, tk))
-	c.pingPong()
+	c := e.playing(t, "r-answer")
 
 	victim, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {

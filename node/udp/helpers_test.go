@@ -157,6 +157,18 @@ func (e *env) admit(id string, players int) {
 	}
 }
 
+// playing admits a one-seat room id and returns a client seated in it
+// over UDP: its HELLO answered with a WELCOME and a PING with a PONG.
+func (e *env) playing(t *testing.T, id string) *client {
+	t.Helper()
+	e.admit(id, 1)
+	tk, kid, sk := e.ticket(id, 0)
+	c := e.newClient(kid, sk)
+	c.handshake(helloBytes(t, tk))
+	c.pingPong()
+	return c
+}
+
 // ticket signs a connect ticket for seat of room, and returns it with the
 // session key control would hand out (C1).
 func (e *env) ticket(room string, seat int) (string, roomudp.KeyID, [32]byte) {

@@ -55,11 +55,7 @@ func (c *client) frames(t *testing.T) map[uint32]bool {
 // detour took through FRAME_REQ on KCP.
 func TestPathCheckForgedSource(t *testing.T) {
 	e := newEnv(t)
-	e.admit("r-forge", 1)
-	tk, kid, sk := e.ticket("r-forge", 0)
-	c := e.newClient(kid, sk)
-	c.handshake(helloBytes(t, tk))
-	c.pingPong()
+	c := e.playing(t, "r-forge")
 	c.reliable(&roomwire.Ready{})
 	c.await(roomwire.TypeRoomState)
 	seen := map[uint32]bool{}
@@ -165,11 +161,7 @@ func TestPathCheckForgedSource(t *testing.T) {
 // dropped and counted; the first two count as invalid messages.
 func TestPathChannelsChecked(t *testing.T) {
 	e := newEnv(t)
-	e.admit("r-path", 1)
-	tk, kid, sk := e.ticket("r-path", 0)
-	c := e.newClient(kid, sk)
-	c.handshake(helloBytes(t, tk))
-	c.pingPong()
+	c := e.playing(t, "r-path")
 	drops := func(reason string) float64 {
 		return e.counter("switchboard_node_udp_dropped_total", "reason", reason)
 	}

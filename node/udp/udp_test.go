@@ -211,11 +211,7 @@ func TestTicketMustMatchKey(t *testing.T) {
 // and the node answers there.
 func TestRebinding(t *testing.T) {
 	e := newEnv(t)
-	e.admit("r-nat", 1)
-	tk, kid, sk := e.ticket("r-nat", 0)
-	c := e.newClient(kid, sk)
-	c.handshake(helloBytes(t, tk))
-	c.pingPong()
+	c := e.playing(t, "r-nat")
 	paths := func(result string) float64 {
 		return e.counter("switchboard_node_udp_path_checks_total", "result", result)
 	}
@@ -468,11 +464,7 @@ func TestHandshakeRate(t *testing.T) {
 // datagram and a FRAME from a client are invalid.
 func TestInputsRepeatedUntilAcknowledged(t *testing.T) {
 	e := newEnv(t)
-	e.admit("r-inputs", 1)
-	tk, kid, sk := e.ticket("r-inputs", 0)
-	c := e.newClient(kid, sk)
-	c.handshake(helloBytes(t, tk))
-	c.pingPong()
+	c := e.playing(t, "r-inputs")
 	c.reliable(&roomwire.Ready{})
 	c.await(roomwire.TypeRoomState)
 	if f := c.await(roomwire.TypeFrame); !f.frameCh || f.inputSeq != 0 {
@@ -678,11 +670,7 @@ func TestUnprovenAddressGetsLittle(t *testing.T) {
 // that every session shares.
 func TestReadRate(t *testing.T) {
 	e := newEnvWith(t, func(c *udp.Config) { c.ReadRate, c.ReadBurst = 1, roomudp.MaxDatagram })
-	e.admit("r-rate", 1)
-	tk, kid, sk := e.ticket("r-rate", 0)
-	c := e.newClient(kid, sk)
-	c.handshake(helloBytes(t, tk))
-	c.pingPong()
+	c := e.playing(t, "r-rate")
 	for range 100 { // 43 bytes each: the burst of 1,472 lets about 30 through
 		c.unreliable(&roomwire.Ping{ClientMS: 3})
 	}
