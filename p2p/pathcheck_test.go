@@ -274,7 +274,7 @@ func TestPathCheckRules(t *testing.T) {
 	}
 }
 
-// The test of item 4: someone holding alice's keys (alice herself, say)
+// TestUDPPathCheckSpoofedSource: someone holding alice's keys (alice herself, say)
 // sends one authenticated datagram from a second socket that never
 // answers. While bob sends to alice, that socket receives at most 3 times
 // the bytes it sent; alice's next datagram from her real socket takes her
