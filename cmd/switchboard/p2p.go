@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -128,6 +129,10 @@ func p2pLogin(ctx context.Context, af *apiFlags, username string) (*session.Clie
 	return sc, nil
 }
 
+// chatRegisterWait is how long chat waits for the peer's UDP
+// registration before it says it joined.
+const chatRegisterWait = 3 * time.Second
+
 // chat runs the chat loop of peer: lines of in are sent, messages and
 // events are written to out. It returns nil when in ends, /quit is typed
 // or ctx ends, and the reason when the connection ended first.
@@ -137,6 +142,20 @@ func chat(ctx context.Context, peer *p2p.Peer, fopt fileOptions, in io.Reader, o
 		mu.Lock()
 		defer mu.Unlock()
 		fmt.Fprintf(out, format+"\n", args...)
+	}
+	// "joined" means ready: UDP through the hub registered (REGISTERED,
+	// after the hub checked the endpoint), so that another peer's
+	// /punch to this one right away finds its endpoint. A hub whose UDP
+	// does not answer is said, not waited for.
+	if reg := peer.Registered(); reg != nil {
+		t := time.NewTimer(chatRegisterWait)
+		select {
+		case <-reg:
+		case <-t.C:
+			say("(UDP through the hub has not answered within %v: messages go over TLS; /udp, /send and /punch wait for it)", chatRegisterWait)
+		case <-ctx.Done():
+		}
+		t.Stop()
 	}
 	say("joined network %s as %s", peer.Network(), peer.ID())
 
