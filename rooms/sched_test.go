@@ -146,8 +146,12 @@ func TestSchedulerYieldsDuringABurst(t *testing.T) {
 		worst = max(worst, ticks.Load()-at)
 	}
 	// Between the poke and this goroutine running, the worker ticked at
-	// most YieldEvery rooms (without yields: the rest of the phase, ~99).
-	if worst > rooms.YieldEvery {
+	// most YieldEvery rooms, now and then twice that: Gosched puts the
+	// worker on the global run queue, which the runtime's scheduler looks
+	// at first on every 61st round, so the worker may run one more stretch
+	// before this goroutine (a CI run saw 63). Without yields it is the
+	// rest of the phase, ~99.
+	if worst > 2*rooms.YieldEvery {
 		t.Errorf("a goroutine readied at a burst's tick waited for %d more ticks; the worker yields every %d", worst, rooms.YieldEvery)
 	}
 }
