@@ -93,3 +93,10 @@ func FuzzHandle(f *testing.F) {
 		}
 	})
 }
+
+// dest returns the session's address.
+func (ss *session) dest() netip.AddrPort {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.addr
+}

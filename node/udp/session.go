@@ -258,12 +258,6 @@ func (ss *session) isEstablished() bool {
 	return ss.established
 }
 
-func (ss *session) dest() netip.AddrPort {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return ss.addr
-}
-
 // liveDest returns the session's address and whether a datagram of n
 // bytes may go there: the session is established, and the address
 // validated or its budget not spent (pathcheck.go). frameDest is liveDest
