@@ -49,18 +49,16 @@ func (s *System) bindHub() error {
 	}
 	_, port, _ := net.SplitHostPort(addr)
 	for try := 1; ; try++ {
-		ln, bound, err := s.listen("hub", addr, c.Hub.Listener, false)
-		if err != nil {
+		if err := s.bindTCP("hub", addr, c.Hub.Listener, false); err != nil {
 			return err
 		}
-		s.bound["hub"] = boundListener{ln: ln, addr: bound}
 		if c.Hub.Hub.DisableUDP {
 			return nil
 		}
-		err = s.bindUDP("hub_udp", bound)
+		err := s.bindUDP("hub_udp", s.bound["hub"].addr)
 		if err == nil || port != "0" || c.Hub.Listener != nil || try == hubPortTries || !errors.Is(err, syscall.EADDRINUSE) {
 			return err
 		}
-		_ = ln.Close() // and another port; Close closes it again, harmlessly
+		_ = s.bound["hub"].ln.Close() // and another port; Close closes it again, harmlessly
 	}
 }

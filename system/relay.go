@@ -113,11 +113,9 @@ func (s *System) bindRelay() error {
 		return err
 	}
 	if c.WSAddr != "" {
-		ln, bound, err := s.listen("relay_ws", c.WSAddr, nil, true)
-		if err != nil {
+		if err := s.bindTCP("relay_ws", c.WSAddr, nil, true); err != nil {
 			return err
 		}
-		s.bound["relay_ws"] = boundListener{ln: ln, addr: bound}
 	}
 	return udp("relay_dtls", c.DTLSAddr)
 }

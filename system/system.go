@@ -234,14 +234,7 @@ func (s *System) listen(name, addr string, given net.Listener, useTLS bool) (net
 func (s *System) bindListeners() error {
 	c := &s.cfg
 	s.bound = map[string]boundListener{}
-	bind := func(name, addr string, given net.Listener, useTLS bool) error {
-		ln, bound, err := s.listen(name, addr, given, useTLS)
-		if err != nil {
-			return err
-		}
-		s.bound[name] = boundListener{ln: ln, addr: bound}
-		return nil
-	}
+	bind := s.bindTCP
 	if c.Roles&RoleNode != 0 {
 		if err := bind("node_ws", c.Node.Addr, c.Node.Listener, true); err != nil {
 			return err
@@ -270,6 +263,17 @@ func (s *System) bindListeners() error {
 	if c.Roles&RoleRelay != 0 {
 		return s.bindRelay()
 	}
+	return nil
+}
+
+// bindTCP binds the named TCP listener (given, or at addr) for
+// bindListeners and records it in s.bound.
+func (s *System) bindTCP(name, addr string, given net.Listener, useTLS bool) error {
+	ln, bound, err := s.listen(name, addr, given, useTLS)
+	if err != nil {
+		return err
+	}
+	s.bound[name] = boundListener{ln: ln, addr: bound}
 	return nil
 }
 
