@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // requireTUN skips t when a link cannot be built here (not root, no ip,
@@ -125,12 +127,32 @@ func (l *tunLink) udpPair(t *testing.T) (a, b *net.UDPConn) {
 		return err
 	})
 	t.Cleanup(func() { b.Close() })
+	forceReadBuffer(t, b, 8<<20)
 	l.in(t, l.A, func() (err error) {
 		a, err = net.DialUDP("udp4", nil, b.LocalAddr().(*net.UDPAddr))
 		return err
 	})
 	t.Cleanup(func() { a.Close() })
 	return a, b
+}
+
+// forceReadBuffer gives c a receive buffer of n bytes past net.core.rmem_max
+// (SO_RCVBUFFORCE; these tests run as root): the tests count what the wire
+// forwarded against what arrived, so the receiving socket must not drop
+// datagrams of its own when the race detector or a busy machine slows its
+// reader (a CI run lost 103 of 2,703 so).
+func forceReadBuffer(t *testing.T, c *net.UDPConn, n int) {
+	t.Helper()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, n)
+	}); err != nil || serr != nil {
+		t.Fatalf("receive buffer of %d bytes: %v", n, errors.Join(err, serr))
+	}
 }
 
 // TestRoundTripTakesTwiceTheDelay: a UDP echo and a TCP connection and
