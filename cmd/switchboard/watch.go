@@ -70,8 +70,11 @@ func watchRoom(ctx context.Context, b *bench.Bot, out io.Writer, every int) erro
 	if err := room.Ready(); err != nil {
 		return &bench.StageError{Username: b.Username, Stage: bench.StageReady, Err: err}
 	}
+	// Until both channels close, which the room does when it ends, after
+	// its last event (EventClosed): waiting on room.Done instead let the
+	// select take Done before that event, and "room closed" went unsaid.
 	frames, events := room.Frames(), room.Events()
-	for {
+	for frames != nil || events != nil {
 		select {
 		case <-ctx.Done():
 			return nil
@@ -87,13 +90,12 @@ func watchRoom(ctx context.Context, b *bench.Bot, out io.Writer, every int) erro
 			} else {
 				fmt.Fprintln(out, formatEvent(ev))
 			}
-		case <-room.Done():
-			if err := room.Err(); err != nil && !errors.Is(err, rooms.ErrRoomClosed) {
-				return &bench.StageError{Username: b.Username, Stage: bench.StagePlay, Err: err}
-			}
-			return room.Err()
 		}
 	}
+	if err := room.Err(); err != nil && !errors.Is(err, rooms.ErrRoomClosed) {
+		return &bench.StageError{Username: b.Username, Stage: bench.StagePlay, Err: err}
+	}
+	return room.Err()
 }
 
 // formatJoined describes the WELCOME: the watcher's seat and the room.
