@@ -179,7 +179,10 @@ func (b *Bot) Run(ctx context.Context) error {
 				cnt.Inputs.Add(1)
 				sent.add(now)
 			}
-		case ev := <-room.Events():
+		case ev, ok := <-room.Events():
+			if !ok {
+				continue // closed at the end: Done says why
+			}
 			if b.OnEvent != nil {
 				b.OnEvent(ev)
 			}
